@@ -1,0 +1,3 @@
+from bbrowse.cli import main
+
+main()

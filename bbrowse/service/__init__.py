@@ -1,0 +1,1 @@
+"""`bbrowse serve`: a local implementation of the Browser Instance Control Service."""

@@ -1,0 +1,152 @@
+"""The ASGI app of `bbrowse serve`: routers, auth, error shapes, access log, lifespan.
+
+Every failure leaves here in one of the contract's two shapes: `ServiceError`s as they are,
+validation failures as 400 `bad_request` with a `details` entry per field, unknown routes as 404,
+and anything unexpected as a 500 whose traceback goes to the service log, never to the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bbrowse import __version__
+from bbrowse.service.auth import BearerAuthMiddleware
+from bbrowse.service.config import ServiceConfig
+from bbrowse.service.errors import ServiceError, error_body
+from bbrowse.service.routes import browser, files, logs, processes, sessions
+from bbrowse.service.sessions import SessionManager
+from bbrowse.service.state import ServiceState
+from bbrowse.wire import ErrorDetail
+
+log = logging.getLogger("bbrowse.service")
+access_log = logging.getLogger("bbrowse.access")
+
+AREAS = (sessions, processes, files, logs, browser)
+
+
+def create_app(config: ServiceConfig) -> FastAPI:
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    state = ServiceState(
+        config=config, sessions=SessionManager(config.sessions_dir, config.service_log)
+    )
+    for area in AREAS:
+        install = getattr(area, "install", None)
+        if install is not None:
+            install(state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.sessions.start_reaper()
+        for start in state.parts.get("startup", []):
+            await start()
+        log.info("bbrowse %s serving (state in %s)", __version__, config.state_dir)
+        try:
+            yield
+        finally:
+            await state.sessions.stop_reaper()
+            await state.sessions.delete_all()
+            for stop in reversed(state.parts.get("shutdown", [])):
+                with contextlib.suppress(Exception):
+                    await stop()
+            log.info("bbrowse stopped")
+
+    app = FastAPI(
+        title="Browser Instance Control Service (bbrowse)",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.service = state
+    for area in AREAS:
+        app.include_router(area.router)
+    _install_error_handlers(app)
+    app.add_middleware(BearerAuthMiddleware, token=config.token)
+    app.add_middleware(AccessLogMiddleware)
+    return app
+
+
+def _json_error(status: int, code: str, message: str, details=None, headers=None) -> JSONResponse:
+    return JSONResponse(error_body(status, code, message, details), status_code=status, headers=headers)
+
+
+def _field_name(loc: tuple) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def validation_details(errors: list[dict]) -> list[ErrorDetail]:
+    details = []
+    for err in errors:
+        field = _field_name(tuple(err.get("loc", ())))
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "json_invalid":
+            field, msg = "body", "request body is not valid JSON"
+        elif err.get("type") == "missing":
+            msg = "field required"
+        msg = msg.removeprefix("Value error, ")
+        details.append(ErrorDetail(code="invalid_input", message=f"{field}: {msg}"))
+    return details
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = validation_details(list(exc.errors()))
+        summary = "; ".join(d.message for d in details)
+        return _json_error(400, "bad_request", f"invalid request: {summary}", details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return _json_error(404, "not_found", f"no route for {request.method} {request.url.path}")
+        message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return _json_error(exc.status_code, "invalid_request", message, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _json_error(500, "internal_error", f"internal error: {type(exc).__name__}")
+
+    # WebSocket validation errors close the socket; the route validates its own input instead.
+    _ = WebSocketRequestValidationError
+
+
+class AccessLogMiddleware:
+    """Logs method, path (never the query string, which may carry a replay `jwt`), status, time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def send_wrapper(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            access_log.info(
+                "%s %s %s %.1fms", scope["method"], scope["path"], status, (time.perf_counter() - started) * 1000
+            )

@@ -1,0 +1,71 @@
+"""Bearer-token auth for every HTTP and WebSocket route, as a pure ASGI middleware.
+
+It sits in front of routing so no route can forget it: unknown paths, the OpenAPI document and
+WebSocket upgrades all need the token. The one exception is the replay viewer, whose URL carries
+its own signed `jwt` (checked by its route); it still answers 401 without one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bbrowse.service.errors import error_body
+
+#: Paths under these prefixes authenticate with a signed `jwt` query parameter instead.
+JWT_AUTH_PREFIXES: tuple[str, ...] = ("/replay-view",)
+
+
+def token_matches(header: str | None, token: str) -> bool:
+    if not header:
+        return False
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value:
+        return False
+    return hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+class BearerAuthMiddleware:
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        if path.startswith(JWT_AUTH_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        header = None
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                header = value.decode("latin-1")
+                break
+        if token_matches(header, self.token):
+            await self.app(scope, receive, send)
+            return
+        await _deny(scope, receive, send)
+
+
+async def _deny(scope: Scope, receive: Receive, send: Send) -> None:
+    body = json.dumps(error_body(401, "unauthorized", "missing or invalid bearer token")).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="bbrowse"'),
+    ]
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
+    # WebSocket: answer the upgrade with a real 401 where the server supports it, else refuse it.
+    await receive()  # websocket.connect
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await send({"type": "websocket.http.response.start", "status": 401, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": 1008})

@@ -1,0 +1,27 @@
+"""How one `bbrowse serve` is configured: where it listens, its token, where it keeps state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ServiceConfig:
+    token: str
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    #: Chromium binary to use; None means look for `chromium`, `chromium-browser`, `google-chrome`.
+    chromium_path: str | None = None
+    #: The URL clients reach this service at (set once the port is bound).
+    public_url: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.state_dir / "sessions"
+
+    @property
+    def service_log(self) -> Path:
+        return self.state_dir / "logs" / "bbrowse.log"

@@ -1,0 +1,108 @@
+"""Running `bbrowse serve`: token, logging, the discovery file and uvicorn.
+
+The token is generated when not given, printed once, and written with the URL and pid to a 0600
+discovery file (`serve.json` in the state dir) so the app can find and reuse a running service.
+Logs go to `bbrowse.log` (the supervisor log named `bbrowse`); tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from bbrowse.paths import serve_file, state_dir, write_private
+from bbrowse.service.app import create_app
+from bbrowse.service.config import ServiceConfig
+
+DEFAULT_PORT = 7780
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def setup_logging(log_file: Path, verbose: bool = False) -> None:
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("bbrowse")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    if verbose:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(handler.formatter)
+        root.addHandler(console)
+    root.propagate = False
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts so `--port 0` yields a known port for the discovery file."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    chromium_path: str | None = None,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+    verbose: bool = False,
+    announce=print,
+) -> None:
+    root = state_dir()
+    token = token or os.environ.get("BBROWSE_TOKEN") or secrets.token_urlsafe(32)
+    sock = bind_socket(host, port)
+    bound_port = sock.getsockname()[1]
+    scheme = "https" if ssl_certfile else "http"
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"{scheme}://{shown_host}:{bound_port}"
+    config = ServiceConfig(
+        token=token, state_dir=root / "service", host=host, port=bound_port,
+        chromium_path=chromium_path, public_url=url,
+    )
+    setup_logging(config.service_log, verbose)
+    if not is_loopback(host) and not ssl_certfile:
+        announce(
+            f"warning: listening on {host} without TLS: the bearer token crosses the network in clear. "
+            "Use --ssl-certfile/--ssl-keyfile or an SSH tunnel.",
+        )
+    discovery = serve_file()
+    write_private(discovery, json.dumps({"url": url, "pid": os.getpid(), "token": token}))
+    announce(f"bbrowse serve listening on {url}")
+    announce(f"token: {token}")
+    announce(f"(url and token also in {discovery}, mode 0600)")
+    sys.stdout.flush()
+    app = create_app(config)
+    uv_config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="on",
+        ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=3,
+    )
+    server = uvicorn.Server(uv_config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        try:
+            current = json.loads(discovery.read_text())
+            if current.get("pid") == os.getpid():
+                discovery.unlink()
+        except (OSError, ValueError):
+            pass

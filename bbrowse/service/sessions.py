@@ -1,0 +1,224 @@
+"""Browser sessions: identity, naming, paging, inactivity timeout and teardown.
+
+A session owns a working directory, its supervised logs, its processes and (see `browsers`) a
+Chromium. Other parts attach to a session through the hooks on `SessionManager` rather than the
+manager knowing about them: `on_create` runs after a session is registered (launch a browser),
+`on_delete` runs when it ends (kill processes, stop recording, stop the browser).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import shutil
+import string
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bbrowse.service.errors import conflict, not_found, session_gone
+from bbrowse.wire import Browser, BrowserCreateRequest, BrowserViewport, SessionStatusFilter
+
+log = logging.getLogger("bbrowse.sessions")
+
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+
+#: Local default viewport when a create request names none (documented in the README).
+DEFAULT_VIEWPORT = BrowserViewport(width=1280, height=800)
+
+#: How often the reaper looks for idle sessions.
+REAP_INTERVAL_SECONDS = 1.0
+
+
+def new_session_id() -> str:
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Session:
+    session_id: str
+    request: BrowserCreateRequest
+    created_at: datetime
+    workdir: Path
+    logdir: Path
+    cdp_ws_url: str = ""
+    browser_live_view_url: str | None = None
+    deleted_at: datetime | None = None
+    last_activity: float = field(default_factory=time.monotonic)
+    streams_open: int = 0
+    #: Per-session state other modules hang on the session, by key ("processes", "browser", ...).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str | None:
+        return self.request.name
+
+    @property
+    def viewport(self) -> BrowserViewport:
+        return self.request.viewport or DEFAULT_VIEWPORT
+
+    @property
+    def active(self) -> bool:
+        return self.deleted_at is None
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Hold the session open while a stream (SSE, attach) is connected: that is activity too."""
+        self.streams_open += 1
+        try:
+            yield
+        finally:
+            self.streams_open -= 1
+            self.touch()
+
+    def idle_seconds(self) -> float:
+        if self.streams_open:
+            return 0.0
+        return time.monotonic() - self.last_activity
+
+    def supervisor_log(self, name: str) -> Path:
+        """The file a supervised program of this session logs to (`chromium`, `recorder`, ...)."""
+        return self.logdir / f"{name}.log"
+
+    def to_wire(self) -> Browser:
+        return Browser(
+            session_id=self.session_id,
+            cdp_ws_url=self.cdp_ws_url,
+            created_at=self.created_at,
+            headless=self.request.headless,
+            stealth=self.request.stealth,
+            timeout_seconds=self.request.timeout_seconds,
+            name=self.request.name,
+            start_url=self.request.start_url,
+            viewport=self.viewport,
+            tags=self.request.tags,
+            browser_live_view_url=self.browser_live_view_url,
+            deleted_at=self.deleted_at,
+        )
+
+
+SessionHook = Callable[[Session], Awaitable[None]]
+
+
+class SessionManager:
+    def __init__(self, root: Path, service_log: Path) -> None:
+        self.root = root
+        self.service_log = service_log
+        self._sessions: dict[str, Session] = {}
+        self._by_name: dict[str, str] = {}
+        self.on_create: list[SessionHook] = []
+        self.on_delete: list[SessionHook] = []
+        self._reaper: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    # lookup -----------------------------------------------------------------
+
+    def find(self, id_or_name: str) -> Session | None:
+        session = self._sessions.get(id_or_name)
+        if session is None:
+            sid = self._by_name.get(id_or_name)
+            session = self._sessions.get(sid) if sid else None
+        return session
+
+    def get(self, id_or_name: str, *, include_deleted: bool = False) -> Session:
+        """The session, marked active; 404 when unknown, 410 when it has ended."""
+        session = self.find(id_or_name)
+        if session is None:
+            raise not_found(f"browser session {id_or_name!r} not found")
+        if not session.active and not include_deleted:
+            raise session_gone(f"browser session {session.session_id} was deleted at {session.deleted_at:%Y-%m-%dT%H:%M:%SZ}")
+        if session.active:
+            session.touch()
+        return session
+
+    def list(self, status: SessionStatusFilter, query: str | None) -> list[Session]:
+        sessions = sorted(self._sessions.values(), key=lambda s: s.created_at)
+        if status is SessionStatusFilter.ACTIVE:
+            sessions = [s for s in sessions if s.active]
+        elif status is SessionStatusFilter.DELETED:
+            sessions = [s for s in sessions if not s.active]
+        if query:
+            needle = query.lower()
+            sessions = [s for s in sessions if needle in s.session_id or needle in (s.name or "").lower()]
+        return sessions
+
+    # lifecycle --------------------------------------------------------------
+
+    async def create(self, request: BrowserCreateRequest) -> Session:
+        async with self._lock:
+            if request.name and self._name_taken(request.name):
+                raise conflict(f"a browser session named {request.name!r} already exists")
+            session_id = new_session_id()
+            base = self.root / session_id
+            session = Session(
+                session_id=session_id,
+                request=request,
+                created_at=utcnow(),
+                workdir=base / "work",
+                logdir=base / "logs",
+            )
+            session.workdir.mkdir(parents=True, exist_ok=True)
+            session.logdir.mkdir(parents=True, exist_ok=True)
+            self._sessions[session_id] = session
+            if request.name:
+                self._by_name[request.name] = session_id
+        try:
+            for hook in self.on_create:
+                await hook(session)
+        except BaseException:
+            await self.delete(session, reason="failed to start")
+            raise
+        log.info("session %s created (name=%s, timeout=%ss)", session_id, request.name, request.timeout_seconds)
+        return session
+
+    def _name_taken(self, name: str) -> bool:
+        sid = self._by_name.get(name)
+        return sid is not None and self._sessions[sid].active
+
+    async def delete(self, session: Session, reason: str = "deleted") -> None:
+        if not session.active:
+            return
+        session.deleted_at = utcnow()
+        if session.name and self._by_name.get(session.name) == session.session_id:
+            del self._by_name[session.name]
+        for hook in self.on_delete:
+            try:
+                await hook(session)
+            except Exception:
+                log.exception("teardown hook failed for session %s", session.session_id)
+        shutil.rmtree(session.workdir, ignore_errors=True)
+        log.info("session %s ended (%s)", session.session_id, reason)
+
+    async def delete_all(self) -> None:
+        for session in list(self._sessions.values()):
+            await self.delete(session, reason="service stopping")
+
+    # inactivity -------------------------------------------------------------
+
+    def start_reaper(self) -> None:
+        self._reaper = asyncio.create_task(self._reap_forever(), name="session-reaper")
+
+    async def stop_reaper(self) -> None:
+        if self._reaper:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_INTERVAL_SECONDS)
+            for session in list(self._sessions.values()):
+                if session.active and session.idle_seconds() > session.request.timeout_seconds:
+                    await self.delete(session, reason=f"idle for more than {session.request.timeout_seconds}s")

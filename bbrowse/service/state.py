@@ -1,0 +1,28 @@
+"""The objects one running service shares between its routes, and how routes get at them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import HTTPConnection
+
+from bbrowse.service.config import ServiceConfig
+from bbrowse.service.sessions import Session, SessionManager
+
+
+@dataclass
+class ServiceState:
+    config: ServiceConfig
+    sessions: SessionManager
+    #: Other managers (processes, browsers, recorder) register themselves here by name.
+    parts: dict[str, Any] = field(default_factory=dict)
+
+
+def service_state(conn: HTTPConnection) -> ServiceState:
+    return conn.app.state.service
+
+
+def active_session(id_or_name: str, conn: HTTPConnection) -> Session:
+    """FastAPI dependency: the addressed session (404 unknown, 410 ended), marked as active."""
+    return service_state(conn).sessions.get(id_or_name)

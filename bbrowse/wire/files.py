@@ -1,0 +1,52 @@
+"""Filesystem, logs, screenshots and replays."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class FileInfo(BaseModel):
+    name: str
+    path: str
+    size_bytes: int
+    is_dir: bool
+    mod_time: datetime
+    mode: str  # like "-rw-r--r--"
+
+
+class LogSource(StrEnum):
+    PATH = "path"
+    SUPERVISOR = "supervisor"
+
+
+class LogEvent(BaseModel):
+    event: Literal["log"] = "log"
+    message: str
+    timestamp: datetime
+
+
+class ScreenshotRegion(BaseModel):
+    x: int = Field(ge=0)
+    y: int = Field(ge=0)
+    width: int = Field(ge=1)
+    height: int = Field(ge=1)
+
+
+class ScreenshotRequest(BaseModel):
+    region: ScreenshotRegion | None = None
+
+
+class ReplayStartRequest(BaseModel):
+    framerate: int | None = Field(default=None, ge=1, le=60)
+    max_duration_in_seconds: int | None = Field(default=None, ge=1)
+
+
+class Replay(BaseModel):
+    replay_id: str
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    replay_view_url: str | None = None

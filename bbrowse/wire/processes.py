@@ -1,0 +1,150 @@
+"""Processes: spawn, exec, stdin, status, kill, resize, the stdout SSE events and attach frames."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+AbsolutePath = Annotated[str, Field(pattern=r"^/.*")]
+TermSize = Annotated[int, Field(ge=1, le=65535)]
+
+
+def decode_b64(value: str) -> bytes:
+    """Strict standard-alphabet, padded base64; raises ValueError with a readable reason."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"not valid base64 ({exc})") from None
+
+
+def encode_b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class ExecRequest(BaseModel):
+    """Fields shared by spawn and exec."""
+
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    as_root: bool = False
+    as_user: str | None = Field(default=None, min_length=1)
+    cwd: AbsolutePath | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_sec: int | None = Field(default=None, ge=1)
+
+
+class SpawnRequest(ExecRequest):
+    allocate_tty: bool = False
+    cols: TermSize = 80
+    rows: TermSize = 24
+
+
+class SpawnResult(BaseModel):
+    process_id: str
+    pid: int
+    started_at: datetime
+
+
+class ExecResult(BaseModel):
+    exit_code: int
+    stdout_b64: str
+    stderr_b64: str
+    duration_ms: int
+
+
+class StdinRequest(BaseModel):
+    """No other properties are allowed (spec)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_b64: str
+
+    @field_validator("data_b64")
+    @classmethod
+    def _valid_base64(cls, value: str) -> str:
+        decode_b64(value)
+        return value
+
+    def data(self) -> bytes:
+        return decode_b64(self.data_b64)
+
+
+class StdinResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    written_bytes: int
+
+
+ProcessState = Literal["running", "exited"]
+
+
+class ProcessStatus(BaseModel):
+    state: ProcessState
+    exit_code: int | None = None
+    cpu_pct: float = 0.0
+    mem_bytes: int | None = None
+
+
+Signal = Literal["TERM", "KILL", "INT", "HUP"]
+
+
+class KillRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    signal: Signal
+
+
+class ResizeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rows: TermSize
+    cols: TermSize
+
+
+class OkResponse(BaseModel):
+    ok: bool = True
+
+
+class ProcessOutputEvent(BaseModel):
+    """One chunk on `stdout/stream`."""
+
+    stream: Literal["stdout", "stderr"]
+    data_b64: str
+
+    def data(self) -> bytes:
+        return base64.b64decode(self.data_b64)
+
+
+class ProcessExitEvent(BaseModel):
+    """The last event on `stdout/stream`."""
+
+    event: Literal["exit"] = "exit"
+    exit_code: int
+
+
+StdoutStreamEvent = ProcessOutputEvent | ProcessExitEvent
+
+
+def parse_stdout_event(payload: dict) -> StdoutStreamEvent:
+    if payload.get("event") == "exit":
+        return ProcessExitEvent.model_validate(payload)
+    return ProcessOutputEvent.model_validate(payload)
+
+
+class AttachResize(BaseModel):
+    """Text frame a client sends on `attach` to resize the PTY."""
+
+    type: Literal["resize"] = "resize"
+    rows: TermSize
+    cols: TermSize
+
+
+class AttachExit(BaseModel):
+    """Final text frame the service sends on `attach` (note the camelCase field, as the cloud sends it)."""
+
+    type: Literal["exit"] = "exit"
+    exitCode: int  # noqa: N815 - exact wire name

@@ -1,0 +1,55 @@
+"""Browser sessions: the create request, the Browser object and the list filter."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class BrowserViewport(BaseModel):
+    width: int = Field(ge=1, le=7680)
+    height: int = Field(ge=1, le=4320)
+    refresh_rate: int | None = Field(default=None, ge=1, le=240)
+
+
+class BrowserCreateRequest(BaseModel):
+    """`POST /browsers`: every field is optional; unknown fields are ignored as the cloud does."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    headless: bool = True
+    start_url: str | None = None
+    timeout_seconds: int = Field(default=60, ge=10, le=259200)
+    viewport: BrowserViewport | None = None
+    tags: dict[str, str] | None = None
+    stealth: bool = False
+
+
+class Browser(BaseModel):
+    """What `GET /browsers` items and `POST /browsers` carry."""
+
+    session_id: str
+    cdp_ws_url: str
+    created_at: datetime
+    headless: bool
+    stealth: bool
+    timeout_seconds: int
+    name: str | None = None
+    start_url: str | None = None
+    viewport: BrowserViewport | None = None
+    tags: dict[str, str] | None = None
+    browser_live_view_url: str | None = None
+    deleted_at: datetime | None = None
+    base_url: str | None = None
+
+
+class SessionStatusFilter(StrEnum):
+    ACTIVE = "active"
+    DELETED = "deleted"
+    ALL = "all"
+
+
+#: Paging bounds of `GET /browsers`.
+LIST_LIMIT_DEFAULT = 20
+LIST_LIMIT_MAX = 100

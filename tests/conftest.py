@@ -1,0 +1,109 @@
+"""Shared fixtures: one real `bbrowse serve` on a loopback port for the whole test session.
+
+The service runs as a separate process, exactly as users run it, with its state in a temporary
+directory. Tests talk to it over real HTTP: raw httpx, bbrowse's client, or the official SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+@dataclass
+class ServiceHandle:
+    url: str
+    token: str
+    pid: int
+    state_dir: Path
+    process: subprocess.Popen
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port: int = 0) -> ServiceHandle:
+    """Start `bbrowse serve` on 127.0.0.1 and wait until it answers."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BBROWSE_STATE_DIR": str(state_dir), **(extra_env or {})}
+    env.pop("KERNEL_API_KEY", None)
+    env.pop("KERNEL_BASE_URL", None)
+    discovery = state_dir / "serve.json"
+    discovery.unlink(missing_ok=True)
+    log = open(state_dir / "serve.stdout", "ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bbrowse", "serve", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"bbrowse serve exited with {proc.returncode}: "
+                               f"{(state_dir / 'serve.stdout').read_text()[-2000:]}")
+        try:
+            info = json.loads(discovery.read_text())
+            if info.get("pid") == proc.pid:
+                r = httpx.get(info["url"] + "/browsers", headers={"Authorization": f"Bearer {info['token']}"},
+                              timeout=2)
+                if r.status_code == 200:
+                    return ServiceHandle(info["url"], info["token"], proc.pid, state_dir, proc)
+        except (OSError, ValueError, httpx.HTTPError):
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("bbrowse serve did not answer within 30 s")
+
+
+def stop_service(handle: ServiceHandle) -> None:
+    if handle.process.poll() is None:
+        os.killpg(handle.pid, signal.SIGTERM)
+        try:
+            handle.process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(handle.pid, signal.SIGKILL)
+            handle.process.wait(5)
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-state"))
+    yield handle
+    stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+async def http(service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
+    """Raw HTTP with the right token: for asserting exact wire behaviour."""
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def sdk(service: ServiceHandle):
+    """The official Kernel Python SDK pointed at the local service."""
+    from kernel import Kernel
+
+    client = Kernel(api_key=service.token, base_url=service.url, max_retries=0)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """A fresh browser session for one test, deleted afterwards."""
+    r = await http.post("/browsers", json={"timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    yield sid
+    await http.delete(f"/browsers/{sid}")
