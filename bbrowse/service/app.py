@@ -46,7 +46,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.sessions.start_reaper()
-        for start in state.parts.get("startup", []):
+        for start in state.startup:
             await start()
         log.info("bbrowse %s serving (state in %s)", __version__, config.state_dir)
         try:
@@ -54,7 +54,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         finally:
             await state.sessions.stop_reaper()
             await state.sessions.delete_all()
-            for stop in reversed(state.parts.get("shutdown", [])):
+            for stop in reversed(state.shutdown):
                 with contextlib.suppress(Exception):
                     await stop()
             log.info("bbrowse stopped")

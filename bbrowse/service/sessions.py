@@ -138,7 +138,8 @@ class SessionManager:
         if session is None:
             raise not_found(f"browser session {id_or_name!r} not found")
         if not session.active and not include_deleted:
-            raise session_gone(f"browser session {session.session_id} was deleted at {session.deleted_at:%Y-%m-%dT%H:%M:%SZ}")
+            ended = f"{session.deleted_at:%Y-%m-%dT%H:%M:%SZ}"
+            raise session_gone(f"browser session {session.session_id} ended at {ended}")
         if session.active:
             session.touch()
         return session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,9 @@ class ServiceState:
     sessions: SessionManager
     #: Other managers (processes, browsers, recorder) register themselves here by name.
     parts: dict[str, Any] = field(default_factory=dict)
+    #: Called in order when the service starts, and in reverse when it stops.
+    startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 def service_state(conn: HTTPConnection) -> ServiceState:

@@ -1,0 +1,1 @@
+"""Async client of the Browser Instance Control Service (being built)."""
