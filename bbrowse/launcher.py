@@ -1,0 +1,135 @@
+"""Finding or starting the embedded `bbrowse serve` for the app and the CLI.
+
+The app never imports the service: it reads the discovery file a running service writes
+(`serve.json`, 0600: url, pid, token) and reuses that service when it answers, or starts
+`python -m bbrowse serve` as a child process on 127.0.0.1 with a random port and token and stops it
+again on exit. The child is tied to its parent (PR_SET_PDEATHSIG) so it cannot outlive a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from bbrowse.paths import serve_file, state_dir
+
+READY_TIMEOUT_SECONDS = 20.0
+
+
+class LaunchError(RuntimeError):
+    """The embedded service could not be started; the message says why and where its log is."""
+
+
+@dataclass
+class EmbeddedService:
+    url: str
+    token: str
+    pid: int
+    #: Set when this process started the service and must stop it.
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def owned(self) -> bool:
+        return self.process is not None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the service if this process started it; a reused one is left running."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+
+
+def _answers(url: str, token: str, timeout: float = 1.0) -> bool:
+    try:
+        response = httpx.get(
+            f"{url}/browsers", params={"limit": 1}, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # someone else's process: not ours to reuse
+    return True
+
+
+def read_discovery(path: Path | None = None) -> dict | None:
+    path = path or serve_file()
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not {"url", "token", "pid"} <= info.keys():
+        return None
+    return info
+
+
+def find_running() -> EmbeddedService | None:
+    """A local service this user already runs, if its discovery file is current and it answers."""
+    info = read_discovery()
+    if info is None or not _pid_alive(int(info["pid"])):
+        return None
+    if not _answers(info["url"], info["token"]):
+        return None
+    return EmbeddedService(url=info["url"], token=info["token"], pid=int(info["pid"]))
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it when the parent dies (Linux only)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_embedded(extra_args: list[str] | None = None) -> EmbeddedService:
+    """Start `bbrowse serve` on 127.0.0.1 with a random port and token; wait until it answers."""
+    token = secrets.token_urlsafe(32)
+    log_path = state_dir() / "embedded-serve.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BBROWSE_TOKEN": token}
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bbrowse", "serve", "--host", "127.0.0.1", "--port", "0", *(extra_args or [])],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LaunchError(f"bbrowse serve exited with code {process.returncode}; see {log_path}")
+        info = read_discovery()
+        if info and info.get("pid") == process.pid and _answers(info["url"], token, timeout=0.5):
+            return EmbeddedService(url=info["url"], token=token, pid=process.pid, process=process)
+        time.sleep(0.02)
+    process.kill()
+    raise LaunchError(f"bbrowse serve did not answer within {READY_TIMEOUT_SECONDS:.0f} s; see {log_path}")
+
+
+def find_or_start() -> EmbeddedService:
+    return find_running() or start_embedded()
