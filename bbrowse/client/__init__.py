@@ -1,1 +1,62 @@
-"""Async client of the Browser Instance Control Service (being built)."""
+"""Async client of the Browser Instance Control Service: REST, SSE, the attach WebSocket, typed errors.
+
+Imports `bbrowse.wire` and nothing of the service. Start with `BrowserClient`.
+"""
+
+from bbrowse.client.attach import AttachSession
+from bbrowse.client.client import BrowserClient
+from bbrowse.client.config import DEFAULT_BASE_URL, ENV_BASE_URL, ENV_TOKEN, ClientConfig
+from bbrowse.client.errors import (
+    BadRequest,
+    BrowserUnavailable,
+    ClientError,
+    ConfigError,
+    Conflict,
+    ConnectionLost,
+    Forbidden,
+    IncompleteStream,
+    NotFound,
+    ProtocolError,
+    RateLimited,
+    RequestTimeout,
+    ServerError,
+    ServiceError,
+    SessionGone,
+    SessionNotLeased,
+    Unauthorized,
+)
+from bbrowse.client.pool import close_shared_clients
+from bbrowse.client.retry import NO_RETRY, RetryPolicy
+from bbrowse.client.sessions import SessionPage
+from bbrowse.client.streams import Stream
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ENV_BASE_URL",
+    "ENV_TOKEN",
+    "NO_RETRY",
+    "AttachSession",
+    "BadRequest",
+    "BrowserClient",
+    "BrowserUnavailable",
+    "ClientConfig",
+    "ClientError",
+    "ConfigError",
+    "Conflict",
+    "ConnectionLost",
+    "Forbidden",
+    "IncompleteStream",
+    "NotFound",
+    "ProtocolError",
+    "RateLimited",
+    "RequestTimeout",
+    "RetryPolicy",
+    "ServerError",
+    "ServiceError",
+    "SessionGone",
+    "SessionNotLeased",
+    "SessionPage",
+    "Stream",
+    "Unauthorized",
+    "close_shared_clients",
+]

@@ -1,0 +1,137 @@
+"""The `attach` WebSocket: a live two-way connection to a process's PTY.
+
+    async with client.processes.attach(sid, pid) as term:
+        await term.send(b"ls\\n")
+        await term.resize(40, 120)
+        async for output in term:      # bytes, until the process exits
+            ...
+    print(term.exit_code)
+
+Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` resizes; the service ends with
+a text frame `{"type":"exit","exitCode":N}` and a normal close. A close without that exit frame (and not
+asked for by us) raises `IncompleteStream`; an abnormal close raises `ConnectionLost`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from urllib.parse import urlsplit
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+from bbrowse import __version__
+from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolError, error_from_response, snippet
+from bbrowse.wire import AttachExit, AttachResize
+
+#: Largest single frame accepted from the service (PTY output comes in far smaller pieces).
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class AttachSession:
+    """One attach connection; not reusable after it closes."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        open_timeout: float = 10.0,
+        rows: int | None = None,
+        cols: int | None = None,
+        use_env_proxy: bool | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = dict(headers)
+        self._open_timeout = open_timeout
+        self._initial_size = (rows, cols) if rows and cols else None
+        host = urlsplit(url).hostname or ""
+        self._proxy: bool | None = (use_env_proxy if use_env_proxy is not None
+                                    else host not in ("127.0.0.1", "::1", "localhost"))
+        self._ws: ClientConnection | None = None
+        self._closing = False
+        #: The process's exit code, once the service has sent the exit frame.
+        self.exit_code: int | None = None
+
+    async def __aenter__(self) -> AttachSession:
+        try:
+            self._ws = await connect(
+                self.url,
+                additional_headers=self._headers,
+                user_agent_header=f"bbrowse/{__version__}",
+                open_timeout=self._open_timeout,
+                compression=None,
+                max_size=MAX_FRAME_BYTES,
+                proxy=True if self._proxy else None,
+            )
+        except InvalidStatus as exc:
+            response = exc.response
+            raise error_from_response(response.status_code, bytes(response.body or b""), method="GET",
+                                      url=self.url) from None
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            raise ConnectionLost(f"attach {self.url}: {exc or type(exc).__name__}") from exc
+        if self._initial_size:
+            await self.resize(*self._initial_size)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _connection(self) -> ClientConnection:
+        if self._ws is None:
+            raise RuntimeError("use the attach session inside `async with`")
+        return self._ws
+
+    async def send(self, data: bytes) -> None:
+        """Bytes for the PTY, as typed (keys, pasted text, escape sequences)."""
+        try:
+            await self._connection().send(bytes(data))
+        except ConnectionClosed as exc:
+            raise ConnectionLost(f"attach {self.url}: closed ({exc})") from exc
+
+    async def resize(self, rows: int, cols: int) -> None:
+        frame = AttachResize(rows=rows, cols=cols).model_dump_json()
+        try:
+            await self._connection().send(frame)
+        except ConnectionClosed as exc:
+            raise ConnectionLost(f"attach {self.url}: closed ({exc})") from exc
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._output()
+
+    async def _output(self) -> AsyncIterator[bytes]:
+        ws = self._connection()
+        try:
+            while True:
+                message = await ws.recv()
+                if isinstance(message, bytes):
+                    yield message
+                else:
+                    self._control(message)
+        except ConnectionClosed as exc:
+            if self.exit_code is not None or self._closing:
+                return
+            code = exc.rcvd.code if exc.rcvd else None
+            reason = exc.rcvd.reason if exc.rcvd else ""
+            if code in (1000, 1001):
+                raise IncompleteStream(f"attach {self.url}: closed without the process's exit frame") from None
+            suffix = f", {reason}" if reason else ""
+            raise ConnectionLost(f"attach {self.url}: closed abnormally (code {code}{suffix})") from None
+
+    def _control(self, text: str) -> None:
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            raise ProtocolError(f"attach {self.url}: text frame is not JSON: {snippet(text.encode())!r}") from None
+        if isinstance(frame, dict) and frame.get("type") == "exit":
+            try:
+                self.exit_code = AttachExit.model_validate(frame).exitCode
+            except ValueError:
+                raise ProtocolError(f"attach {self.url}: malformed exit frame {text[:200]!r}") from None
+        # other control frames are ignored: the contract may grow new ones

@@ -1,0 +1,202 @@
+"""Processes of a session: spawn, exec, stdin, status, kill, resize, the stdout stream and attach.
+
+`stdin` is the keystroke path: its body is built by hand (no model round trip) and it is sent once,
+never retried, so a key is never typed twice.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from bbrowse.client.attach import AttachSession
+from bbrowse.client.decode import model
+from bbrowse.client.errors import IncompleteStream, ProtocolError
+from bbrowse.client.sse import iter_sse_json
+from bbrowse.client.streams import Stream
+from bbrowse.client.transport import Transport, segment
+from bbrowse.wire import (
+    ExecResult,
+    OkResponse,
+    ProcessExitEvent,
+    ProcessOutputEvent,
+    ProcessStatus,
+    Signal,
+    SpawnResult,
+    StdinResult,
+    StdoutStreamEvent,
+)
+
+_JSON = {"Content-Type": "application/json"}
+
+
+class Processes:
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def _path(self, id_or_name: str, process_id: str | None = None, tail: str = "") -> str:
+        base = f"/browsers/{segment(id_or_name)}/process"
+        return f"{base}/{segment(process_id)}{tail}" if process_id is not None else base + tail
+
+    async def spawn(
+        self,
+        id_or_name: str,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        as_root: bool = False,
+        as_user: str | None = None,
+        timeout_sec: int | None = None,
+        allocate_tty: bool = False,
+        cols: int | None = None,
+        rows: int | None = None,
+    ) -> SpawnResult:
+        """Start `command` and return at once (never re-sent: a retry could start it twice)."""
+        body = _command_body(command, args, cwd, env, as_root, as_user, timeout_sec)
+        if allocate_tty:
+            body["allocate_tty"] = True
+            if cols is not None:
+                body["cols"] = cols
+            if rows is not None:
+                body["rows"] = rows
+        response = await self._t.request("POST", self._path(id_or_name, tail="/spawn"), json=body, idempotent=False)
+        return model(SpawnResult, response, "spawn")
+
+    async def exec(
+        self,
+        id_or_name: str,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        as_root: bool = False,
+        as_user: str | None = None,
+        timeout_sec: int | None = None,
+    ) -> ExecResult:
+        """Run `command` to completion; waits as long as it runs (never re-sent)."""
+        body = _command_body(command, args, cwd, env, as_root, as_user, timeout_sec)
+        response = await self._t.request(
+            "POST", self._path(id_or_name, tail="/exec"), json=body, idempotent=False,
+            timeout=self._t.stream_timeout,
+        )
+        return model(ExecResult, response, "exec")
+
+    async def stdin(self, id_or_name: str, process_id: str, data: bytes) -> StdinResult:
+        """Write `data` to the process's stdin (sent exactly once)."""
+        content = b'{"data_b64":"' + base64.b64encode(data) + b'"}'
+        response = await self._t.request(
+            "POST", self._path(id_or_name, process_id, "/stdin"), content=content, headers=_JSON, idempotent=False,
+        )
+        return model(StdinResult, response, "stdin")
+
+    async def status(self, id_or_name: str, process_id: str) -> ProcessStatus:
+        response = await self._t.request("GET", self._path(id_or_name, process_id, "/status"), idempotent=True)
+        return model(ProcessStatus, response, "process status")
+
+    async def kill(self, id_or_name: str, process_id: str, signal: Signal = "TERM") -> OkResponse:
+        """Send a signal; repeating a signal is harmless, so this one is retried."""
+        response = await self._t.request(
+            "POST", self._path(id_or_name, process_id, "/kill"), json={"signal": signal}, idempotent=True,
+        )
+        return model(OkResponse, response, "kill")
+
+    async def resize(self, id_or_name: str, process_id: str, rows: int, cols: int) -> OkResponse:
+        """Set the PTY window size (the program sees SIGWINCH); 400 when the process has no PTY."""
+        response = await self._t.request(
+            "POST", self._path(id_or_name, process_id, "/resize"), json={"rows": rows, "cols": cols},
+            idempotent=True,
+        )
+        return model(OkResponse, response, "resize")
+
+    def stdout_stream(self, id_or_name: str, process_id: str) -> Stream[StdoutStreamEvent]:
+        """Output chunks (`ProcessOutputEvent`) then one `ProcessExitEvent`, after which the iteration ends.
+
+        A stream that ends without the exit event raises `IncompleteStream`; a garbage frame raises
+        `ProtocolError`; a broken connection raises `ConnectionLost`.
+        """
+        return Stream(self._stdout_events(id_or_name, process_id))
+
+    async def _stdout_events(self, id_or_name: str, process_id: str) -> AsyncGenerator[StdoutStreamEvent, None]:
+        what = f"stdout stream of process {process_id}"
+        async with self._t.open_stream("GET", self._path(id_or_name, process_id, "/stdout/stream"), sse=True) as r:
+            async for payload in iter_sse_json(r, what):
+                event = parse_stdout_payload(payload, what)
+                yield event
+                if type(event) is ProcessExitEvent:
+                    return
+        raise IncompleteStream(f"{what}: the stream ended without the process's exit event")
+
+    async def output(self, id_or_name: str, process_id: str) -> tuple[bytes, bytes, int]:
+        """Convenience: read the stdout stream to the end; (stdout, stderr, exit_code)."""
+        out, err = bytearray(), bytearray()
+        async with self.stdout_stream(id_or_name, process_id) as events:
+            async for event in events:
+                if type(event) is ProcessOutputEvent:
+                    (out if event.stream == "stdout" else err).extend(event.data())
+                else:
+                    return bytes(out), bytes(err), event.exit_code
+        raise IncompleteStream(f"stdout stream of process {process_id}: ended without the exit event")
+
+    def attach(
+        self,
+        id_or_name: str,
+        process_id: str,
+        *,
+        rows: int | None = None,
+        cols: int | None = None,
+        url: str | None = None,
+    ) -> AttachSession:
+        """The PTY of a process over the `attach` WebSocket; use as `async with`.
+
+        `url` overrides the WebSocket URL (the cloud serves attach from the session's own base URL).
+        """
+        ws_url = url or self._t.config.websocket_base_url + self._path(id_or_name, process_id, "/attach")
+        headers = {"Authorization": f"Bearer {self._t.config.token}"}
+        return AttachSession(ws_url, headers, open_timeout=self._t.config.connect_timeout + 5, rows=rows, cols=cols,
+                             use_env_proxy=not self._t.config.is_loopback)
+
+
+def _command_body(
+    command: str,
+    args: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    as_root: bool,
+    as_user: str | None,
+    timeout_sec: int | None,
+) -> dict[str, Any]:
+    """The spawn/exec JSON, with only the fields given (the service validates and answers 400 with details)."""
+    if isinstance(args, str):
+        raise TypeError("args must be a sequence of strings, not one string")
+    body: dict[str, Any] = {"command": command, "args": list(args)}
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env:
+        body["env"] = dict(env)
+    if as_root:
+        body["as_root"] = True
+    if as_user is not None:
+        body["as_user"] = as_user
+    if timeout_sec is not None:
+        body["timeout_sec"] = timeout_sec
+    return body
+
+
+def parse_stdout_payload(payload: object, what: str = "stdout stream") -> StdoutStreamEvent:
+    """One `stdout/stream` event as a wire model; anything else is a `ProtocolError`."""
+    if not isinstance(payload, dict):
+        raise ProtocolError(f"{what}: event is not a JSON object: {payload!r:.200}")
+    try:
+        if payload.get("event") == "exit":
+            return ProcessExitEvent.model_validate(payload)
+        return ProcessOutputEvent.model_validate(payload)
+    except ValidationError as exc:
+        raise ProtocolError(f"{what}: not an output or exit event: {payload!r:.200} ({exc.error_count()} errors)") \
+            from None
+

@@ -1,0 +1,65 @@
+"""When and how long to wait before trying an idempotent call again.
+
+Only calls that are safe to repeat are retried (reads, DELETE, resize, kill, status...): a keystroke
+sent to stdin twice, or a process spawned twice, is a bug the user sees. Attempts and the total time
+spent are both bounded so a dead service fails fast with `ConnectionLost`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+
+#: Statuses worth another try: rate limited, and the server or its proxy failing.
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    #: Total tries of one call, the first included.
+    attempts: int = 3
+    #: First backoff in seconds; doubles each try, with jitter.
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+    #: Give up when the next wait would end later than this many seconds after the first try.
+    total_seconds: float = 15.0
+    #: The longest `Retry-After` honoured; a longer one is returned to the caller as RateLimited.
+    max_retry_after: float = 10.0
+
+    def backoff(self, retry_number: int) -> float:
+        """Exponential backoff with jitter: half fixed, half random, so clients do not retry in lockstep."""
+        ceiling = min(self.max_delay, self.base_delay * (2 ** retry_number))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    def delay_for(self, retry_number: int, retry_after: float | None) -> float | None:
+        """Seconds to wait before retry `retry_number` (0-based), or None when the policy says stop."""
+        if retry_number + 1 >= self.attempts:
+            return None
+        if retry_after is not None:
+            if retry_after > self.max_retry_after:
+                return None
+            return max(retry_after, 0.0)
+        return self.backoff(retry_number)
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """`Retry-After` as seconds: either delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
