@@ -103,8 +103,13 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start_embedded(extra_args: list[str] | None = None) -> EmbeddedService:
-    """Start `bbrowse serve` on 127.0.0.1 with a random port and token; wait until it answers."""
+def start_embedded(extra_args: list[str] | None = None, *, detached: bool = False) -> EmbeddedService:
+    """Start `bbrowse serve` on 127.0.0.1 with a random port and token; wait until it answers.
+
+    The app starts it tied to itself and stops it on exit. Scriptable commands start it `detached`:
+    it then outlives the command (so `bbrowse new` followed by `bbrowse sessions` sees the session)
+    and is stopped with `bbrowse serve --stop`.
+    """
     token = secrets.token_urlsafe(32)
     log_path = state_dir() / "embedded-serve.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +122,7 @@ def start_embedded(extra_args: list[str] | None = None) -> EmbeddedService:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=None if detached else _die_with_parent,
         )
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
@@ -125,11 +130,25 @@ def start_embedded(extra_args: list[str] | None = None) -> EmbeddedService:
             raise LaunchError(f"bbrowse serve exited with code {process.returncode}; see {log_path}")
         info = read_discovery()
         if info and info.get("pid") == process.pid and _answers(info["url"], token, timeout=0.5):
-            return EmbeddedService(url=info["url"], token=token, pid=process.pid, process=process)
+            return EmbeddedService(
+                url=info["url"], token=token, pid=process.pid, process=None if detached else process
+            )
         time.sleep(0.02)
     process.kill()
     raise LaunchError(f"bbrowse serve did not answer within {READY_TIMEOUT_SECONDS:.0f} s; see {log_path}")
 
 
-def find_or_start() -> EmbeddedService:
-    return find_running() or start_embedded()
+def find_or_start(*, detached: bool = False) -> EmbeddedService:
+    return find_running() or start_embedded(detached=detached)
+
+
+def stop_running(timeout: float = 10.0) -> int | None:
+    """Stop the service named by the discovery file (`bbrowse serve --stop`); its pid, or None if none ran."""
+    running = find_running()
+    if running is None:
+        return None
+    os.kill(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_alive(running.pid):
+        time.sleep(0.05)
+    return running.pid
