@@ -1,0 +1,170 @@
+"""Replays of a session: a live table, start/stop recording, download with progress, copy the view URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, ProgressBar, Static
+
+from bbrowse.client import ClientError
+from bbrowse.tui.format import absolute_time, duration, human_bytes
+from bbrowse.wire import Replay
+
+REFRESH_SECONDS = 2.0
+
+COLUMNS = (("id", "Replay"), ("started", "Started"), ("finished", "Finished"), ("duration", "Duration"),
+           ("state", "State"))
+
+
+def replay_cells(replay: Replay) -> dict[str, str | Text]:
+    recording = replay.finished_at is None
+    return {
+        "id": Text(replay.replay_id),
+        "started": absolute_time(replay.started_at),
+        "finished": absolute_time(replay.finished_at) if not recording else "—",
+        "duration": duration(replay.started_at, replay.finished_at),
+        "state": Text("● recording", style="red bold") if recording else Text("finished", style="green"),
+    }
+
+
+def download_dir() -> Path:
+    downloads = Path.home() / "Downloads"
+    return downloads if downloads.is_dir() else Path.cwd()
+
+
+class ReplaysPane(Vertical):
+    BINDINGS = [
+        Binding("r", "toggle_recording", "Record / stop", id="replays.toggle"),
+        Binding("s", "download", "Download", id="replays.download"),
+        Binding("c", "copy_url", "Copy view URL", id="replays.copy_url"),
+    ]
+
+    DEFAULT_CSS = """
+    ReplaysPane { height: 1fr; }
+    ReplaysPane DataTable { height: 1fr; }
+    ReplaysPane #replays-progress { height: auto; display: none; }
+    ReplaysPane #replays-progress.active { display: block; }
+    ReplaysPane #replays-hint { color: $text-muted; height: auto; }
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self._replays: dict[str, Replay] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("r record/stop · s download · c copy view URL", id="replays-hint")
+        yield DataTable(id="replays-table", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="replays-progress"):
+            yield Static("", id="replays-progress-label", markup=False)
+            yield ProgressBar(id="replays-progress-bar", show_eta=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        self.refresh_replays()
+        self.set_interval(REFRESH_SECONDS, self.refresh_replays)
+
+    @work(exclusive=True, group="replays-refresh")
+    async def refresh_replays(self) -> None:
+        try:
+            replays = await self.app.client.replays.list(self.session_id)
+        except ClientError as error:
+            self.app.report_error(error, "Could not list replays")
+            return
+        self._replays = {r.replay_id: r for r in replays}
+        table = self.query_one(DataTable)
+        for row_key in list(table.rows):
+            if row_key.value not in self._replays:
+                table.remove_row(row_key)
+        for replay in replays:
+            cells = replay_cells(replay)
+            if replay.replay_id in table.rows:
+                for column, value in cells.items():
+                    if table.get_cell(replay.replay_id, column) != value:
+                        table.update_cell(replay.replay_id, column, value)
+            else:
+                table.add_row(*(cells[key] for key, _ in COLUMNS), key=replay.replay_id)
+        hint = self.query_one("#replays-hint", Static)
+        if not replays:
+            hint.update("No recordings yet. Press r to start recording this session's browser.")
+        else:
+            hint.update("r record/stop · s download · c copy view URL")
+
+    def selected(self) -> Replay | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return self._replays.get(row_key.value)
+
+    def recording(self) -> Replay | None:
+        return next((r for r in self._replays.values() if r.finished_at is None), None)
+
+    @work(exclusive=True, group="replays-toggle")
+    async def action_toggle_recording(self) -> None:
+        client = self.app.client
+        try:
+            current = self.recording()
+            if current is not None:
+                await client.replays.stop(self.session_id, current.replay_id)
+                self.notify(f"Stopped recording {current.replay_id}")
+            else:
+                replay = await client.replays.start(self.session_id)
+                self.notify(f"Recording {replay.replay_id}… press r to stop")
+        except ClientError as error:
+            self.app.report_error(error, "Recording")
+        self.refresh_replays()
+
+    def action_copy_url(self) -> None:
+        replay = self.selected()
+        if replay is None or not replay.replay_view_url:
+            self.notify("No replay with a view URL selected", severity="warning")
+            return
+        self.app.copy_to_clipboard(replay.replay_view_url)
+        self.notify(replay.replay_view_url, title="View URL copied")
+
+    def action_download(self) -> None:
+        replay = self.selected()
+        if replay is None:
+            self.notify("Select a replay first", severity="warning")
+            return
+        if replay.finished_at is None:
+            self.notify("Stop the recording first (r)", severity="warning")
+            return
+        self._download(replay, download_dir() / f"bbrowse-replay-{replay.replay_id}.mp4")
+
+    @work(exclusive=True, group="replays-download")
+    async def _download(self, replay: Replay, target: Path) -> None:
+        box = self.query_one("#replays-progress")
+        label = self.query_one("#replays-progress-label", Static)
+        bar = self.query_one("#replays-progress-bar", ProgressBar)
+        box.add_class("active")
+        bar.update(total=None, progress=0)
+        partial = target.with_suffix(".part")
+        received = 0
+        try:
+            stream = self.app.client.replays.download(self.session_id, replay.replay_id)
+            with partial.open("wb") as out:
+                async with stream:
+                    total = getattr(stream, "content_length", None)
+                    bar.update(total=total)
+                    async for chunk in stream:
+                        out.write(chunk)
+                        received += len(chunk)
+                        bar.update(progress=received)
+                        label.update(f"Downloading {replay.replay_id}: {human_bytes(received)}")
+            partial.replace(target)
+        except (ClientError, OSError) as error:
+            partial.unlink(missing_ok=True)
+            self.app.report_error(error, "Download failed")
+            return
+        finally:
+            box.remove_class("active")
+        self.notify(f"Saved {human_bytes(received)} to {target}", title="Replay downloaded")

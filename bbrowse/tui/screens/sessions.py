@@ -1,0 +1,226 @@
+"""The sessions table: live, filterable, with create, delete and open.
+
+The table refreshes in place every couple of seconds: rows are keyed by session id and only
+changed cells are rewritten, so the cursor and the scroll position stay where the user left them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Input, Static
+
+from bbrowse.client import ClientError
+from bbrowse.tui.app import BbrowseScreen
+from bbrowse.tui.format import absolute_time, human_seconds, relative_time
+from bbrowse.wire import Browser
+
+REFRESH_SECONDS = 2.0
+
+COLUMNS = (("name", "Name"), ("id", "ID"), ("created", "Created"), ("headless", "Headless"),
+           ("timeout", "Timeout"), ("state", "State"))
+
+
+def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, str | Text]:
+    """The cells of one session's row; remote text is wrapped in `Text`, never parsed as markup."""
+    created = f"{relative_time(browser.created_at, now)}  {absolute_time(browser.created_at)}"
+    state = Text("deleted", style="red") if browser.deleted_at else Text("active", style="green")
+    return {
+        "name": Text(browser.name or "—"),
+        "id": Text(browser.session_id),
+        "created": created,
+        "headless": "yes" if browser.headless else "no",
+        "timeout": human_seconds(browser.timeout_seconds),
+        "state": state,
+    }
+
+
+def matches(browser: Browser, needle: str) -> bool:
+    needle = needle.strip().lower()
+    return not needle or needle in browser.session_id.lower() or needle in (browser.name or "").lower()
+
+
+class SessionsScreen(BbrowseScreen):
+    BINDINGS = [
+        Binding("n", "create", "New session", id="sessions.create"),
+        Binding("d", "delete", "Delete", id="sessions.delete"),
+        Binding("enter", "open", "Open", id="sessions.open", show=True),
+        Binding("slash", "filter", "Filter", id="sessions.filter"),
+        Binding("r", "refresh", "Refresh", id="sessions.refresh"),
+        Binding("escape", "clear_filter", "Clear filter", id="sessions.clear_filter", show=False),
+        Binding("q", "app.quit", "Quit", id="sessions.quit"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._browsers: dict[str, Browser] = {}
+        self._loaded = False
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_bar()
+        with Vertical(id="sessions-body"):
+            yield Input(placeholder="filter by name or id (enter to apply, esc to clear)", id="filter")
+            yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="sessions-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        table = self.query_one(DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        filter_input = self.query_one("#filter", Input)
+        filter_input.value = self.app.last_filter
+        filter_input.display = bool(self.app.last_filter)
+        self._show_empty_state()
+        table.focus()
+        self.refresh_sessions()
+        self.set_interval(REFRESH_SECONDS, self.refresh_sessions)
+
+    def on_screen_resume(self) -> None:
+        self.refresh_sessions()
+
+    # data -----------------------------------------------------------------
+
+    @work(exclusive=True, group="sessions-refresh")
+    async def refresh_sessions(self) -> None:
+        client = self.app.client
+        try:
+            browsers = [b async for b in client.sessions.list(page_size=100)]
+        except ClientError as error:
+            self.app.report_error(error, "Could not list sessions")
+            return
+        self.app.connection_ok()
+        self._browsers = {b.session_id: b for b in browsers}
+        self._loaded = True
+        self._apply()
+
+    def _apply(self) -> None:
+        """Bring the table in line with `_browsers` and the filter, touching only what changed."""
+        table = self.query_one(DataTable)
+        needle = self.query_one("#filter", Input).value
+        wanted = [b for b in self._browsers.values() if matches(b, needle)]
+        wanted_ids = {b.session_id for b in wanted}
+        for row_key in list(table.rows):
+            if row_key.value not in wanted_ids:
+                table.remove_row(row_key)
+        now = datetime.now(UTC)
+        for browser in wanted:
+            cells = session_cells(browser, now)
+            if browser.session_id in table.rows:
+                for column, value in cells.items():
+                    if table.get_cell(browser.session_id, column) != value:
+                        table.update_cell(browser.session_id, column, value)
+            else:
+                table.add_row(*(cells[key] for key, _ in COLUMNS), key=browser.session_id)
+        self._show_empty_state()
+
+    def _show_empty_state(self) -> None:
+        table = self.query_one(DataTable)
+        empty = self.query_one("#sessions-empty", Static)
+        if table.row_count:
+            empty.display = False
+            table.display = True
+            return
+        table.display = False
+        empty.display = True
+        if not self._loaded:
+            empty.update("Loading sessions…")
+        elif self._browsers:
+            empty.update("No session matches the filter. Press esc to clear it, / to change it.")
+        else:
+            empty.update("No browser sessions yet.\n\nPress n to create one, ? for help.")
+
+    def selected(self) -> Browser | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return self._browsers.get(row_key.value)
+
+    # filter ---------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        filter_input.display = True
+        filter_input.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.app.last_filter = event.value
+        self._apply()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_clear_filter(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        filter_input.value = ""
+        filter_input.display = False
+        self.query_one(DataTable).focus()
+
+    # actions --------------------------------------------------------------
+
+    def action_refresh(self) -> None:
+        self.refresh_sessions()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        from bbrowse.tui.screens.session import SessionScreen
+
+        browser = self.selected()
+        if browser is not None and not browser.deleted_at:
+            self.app.push_screen(SessionScreen(browser))
+
+    def action_create(self) -> None:
+        from bbrowse.tui.screens.create_session import CreateSessionScreen
+
+        def created(browser: Browser | None) -> None:
+            if browser is None:
+                return
+            self._browsers[browser.session_id] = browser
+            self._loaded = True
+            self._apply()
+            table = self.query_one(DataTable)
+            if browser.session_id in table.rows:
+                table.move_cursor(row=table.get_row_index(browser.session_id))
+            self.notify(f"Created {browser.name or browser.session_id}", title="Session created")
+
+        self.app.push_screen(CreateSessionScreen(), created)
+
+    def action_delete(self) -> None:
+        from bbrowse.tui.screens.confirm import ConfirmScreen
+
+        browser = self.selected()
+        if browser is None:
+            return
+        label = browser.name or browser.session_id
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._delete(browser)
+
+        self.app.push_screen(
+            ConfirmScreen(f"Delete session {label}?\nIts processes, browser and recordings stop.", "Delete"),
+            confirmed,
+        )
+
+    @work(group="sessions-delete")
+    async def _delete(self, browser: Browser) -> None:
+        try:
+            await self.app.client.sessions.delete(browser.session_id)
+        except ClientError as error:
+            self.app.report_error(error, "Could not delete")
+            return
+        self._browsers.pop(browser.session_id, None)
+        self._apply()
+        self.notify(f"Deleted {browser.name or browser.session_id}")

@@ -1,0 +1,1 @@
+"""Widgets: each draws one thing and holds no business logic."""

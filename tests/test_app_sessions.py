@@ -1,0 +1,89 @@
+"""The sessions screen against a real local service, driven with Textual's Pilot."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.screens.sessions import SessionsScreen
+
+
+def make_app(service) -> BbrowseApp:
+    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
+
+
+async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def table_ids(app) -> list[str]:
+    return [key.value for key in app.screen.query_one("#sessions-table").rows]
+
+
+async def test_create_filter_and_delete(service, http: httpx.AsyncClient) -> None:
+    name = f"ui-{uuid.uuid4().hex[:6]}"
+    other = (await http.post("/browsers", json={"name": f"other-{uuid.uuid4().hex[:6]}"})).json()
+    app = make_app(service)
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and other["session_id"] in table_ids(app))
+        await pilot.press("n")
+        await pilot.press(*name)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                       and any(b.name == name for b in app.screen._browsers.values()), timeout=20)
+        created = next(b for b in app.screen._browsers.values() if b.name == name)
+        # the cursor sits on the new session
+        table = app.screen.query_one("#sessions-table")
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == created.session_id
+
+        await pilot.press("slash", *name, "enter")
+        await wait_for(pilot, lambda: table_ids(app) == [created.session_id])
+        assert app.last_filter == name
+
+        await pilot.press("d")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: table_ids(app) == [])
+        assert "matches the filter" in str(app.screen.query_one("#sessions-empty").render())
+    assert (await http.get(f"/browsers/{created.session_id}")).status_code == 410
+    await http.delete(f"/browsers/{other['session_id']}")
+
+
+async def test_duplicate_name_shows_the_service_error_in_the_form(service, http: httpx.AsyncClient) -> None:
+    name = f"taken-{uuid.uuid4().hex[:6]}"
+    taken = (await http.post("/browsers", json={"name": name})).json()
+    app = make_app(service)
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await pilot.press("n", *name, "ctrl+s")
+        error = lambda: str(app.screen.query_one("#create-error").render())  # noqa: E731
+        await wait_for(pilot, lambda: "conflict" in error())
+        assert "409" in error() and name in error()
+    await http.delete(f"/browsers/{taken['session_id']}")
+
+
+async def test_list_refreshes_live_and_keeps_the_cursor(service, http: httpx.AsyncClient) -> None:
+    tag = uuid.uuid4().hex[:6]
+    first = (await http.post("/browsers", json={"name": f"live-{tag}-a"})).json()
+    second = (await http.post("/browsers", json={"name": f"live-{tag}-b"})).json()
+    app = make_app(service)
+    app.last_filter = f"live-{tag}"
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(table_ids(app)) == 2)
+        await pilot.press("down")
+        table = app.screen.query_one("#sessions-table")
+        assert table.cursor_row == 1
+        third = (await http.post("/browsers", json={"name": f"live-{tag}-c"})).json()
+        await wait_for(pilot, lambda: len(table_ids(app)) == 3, timeout=8)
+        assert table.cursor_row == 1  # still on the second session
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == second["session_id"]
+    for b in (first, second, third):
+        await http.delete(f"/browsers/{b['session_id']}")
