@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from bbrowse.client.decode import model, model_list
-from bbrowse.client.streams import Stream
+from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, iter_body, segment
 from bbrowse.wire import FileInfo
 
@@ -19,13 +19,14 @@ class Files:
     def read_file(self, id_or_name: str, path: str, *, chunk_size: int | None = CHUNK_BYTES) -> Stream[bytes]:
         """The file's bytes in chunks as they arrive; the whole file is never held in memory.
 
-        Errors (404 no such file, 400 a directory or relative path) are raised by the first iteration.
+        Errors (404 no such file, 400 a directory or relative path) are raised on `async with` or the first iteration.
         """
         return Stream(self._read(id_or_name, path, chunk_size))
 
     async def _read(self, id_or_name: str, path: str, chunk_size: int | None) -> AsyncGenerator[bytes, None]:
         route = f"/browsers/{segment(id_or_name)}/fs/read_file"
         async with self._t.open_stream("GET", route, params={"path": path}) as response:
+            yield OPENED
             async for chunk in iter_body(response, f"read_file {path}", chunk_size):
                 yield chunk
 

@@ -16,7 +16,7 @@ from bbrowse.client.attach import AttachSession
 from bbrowse.client.decode import model
 from bbrowse.client.errors import IncompleteStream, ProtocolError
 from bbrowse.client.sse import iter_sse_json
-from bbrowse.client.streams import Stream
+from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
 from bbrowse.wire import (
     ExecResult,
@@ -125,6 +125,7 @@ class Processes:
     async def _stdout_events(self, id_or_name: str, process_id: str) -> AsyncGenerator[StdoutStreamEvent, None]:
         what = f"stdout stream of process {process_id}"
         async with self._t.open_stream("GET", self._path(id_or_name, process_id, "/stdout/stream"), sse=True) as r:
+            yield OPENED
             async for payload in iter_sse_json(r, what):
                 event = parse_stdout_payload(payload, what)
                 yield event

@@ -10,7 +10,7 @@ from typing import Any
 from bbrowse.client.decode import model, model_list
 from bbrowse.client.errors import RequestTimeout
 from bbrowse.client.retry import parse_retry_after
-from bbrowse.client.streams import Stream
+from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, iter_body, segment
 from bbrowse.wire import Replay
 
@@ -61,10 +61,12 @@ class Replays:
         while True:
             async with self._t.open_stream("GET", route, ok=(200, 202)) as response:
                 if response.status_code == 200:
+                    yield OPENED
                     async for chunk in iter_body(response, f"replay {replay_id}"):
                         yield chunk
                     return
-                wait = parse_retry_after(response.headers.get("retry-after")) or DEFAULT_POLL_SECONDS
+                wait = parse_retry_after(response.headers.get("retry-after"))
+                wait = DEFAULT_POLL_SECONDS if wait is None else wait
             if time.monotonic() + wait > deadline:
                 raise RequestTimeout(f"replay {replay_id} was still being finalised after {max_wait:g} s")
             await asyncio.sleep(wait)

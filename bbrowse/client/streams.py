@@ -1,41 +1,70 @@
 """`Stream`: what every streaming method returns.
 
-An async iterator that can also be used as an async context manager, so leaving the block closes
-the HTTP connection at once even when the loop stops early:
+An async iterator that is also an async context manager. Entering the block opens the connection
+and checks the status, so an error (404, 401...) is raised at `async with` and, for a followed log,
+nothing appended after that point is missed; leaving the block closes the connection at once even
+when the loop stops early:
 
-    async with client.processes.stdout_stream(sid, pid) as events:
+    async with client.logs.stream(sid, path="/var/log/x.log") as events:
         async for event in events:
             ...
 
-Plain `async for` works too; the connection is then closed when the iteration ends or the stream is
-garbage-collected.
+Plain `async for` works too (the connection opens on the first iteration and closes when the
+iteration ends or the stream is garbage-collected). Sources are async generators that yield
+`OPENED` once, right after the response headers arrived; the marker never reaches the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
+#: Yielded once by a stream source when its connection is open and its status was good.
+OPENED: Any = object()
+
 
 class Stream(Generic[T]):
-    __slots__ = ("_source",)
+    __slots__ = ("_exhausted", "_opened", "_source")
 
     def __init__(self, source: AsyncGenerator[T, None]) -> None:
         self._source = source
+        self._opened = False
+        self._exhausted = False
+
+    async def open(self) -> Stream[T]:
+        """Connect now and raise any error status; idempotent."""
+        if not self._opened:
+            self._opened = True
+            try:
+                marker = await self._source.__anext__()
+            except StopAsyncIteration:
+                self._exhausted = True
+                return self
+            if marker is not OPENED:
+                raise RuntimeError("stream source must yield OPENED first")
+        return self
 
     def __aiter__(self) -> Stream[T]:
         return self
 
     async def __anext__(self) -> T:
+        if not self._opened:
+            await self.open()
+        if self._exhausted:
+            raise StopAsyncIteration
         return await self._source.__anext__()
 
     async def aclose(self) -> None:
         await self._source.aclose()
 
     async def __aenter__(self) -> Stream[T]:
-        return self
+        try:
+            return await self.open()
+        except BaseException:
+            await self.aclose()
+            raise
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
