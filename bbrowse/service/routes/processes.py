@@ -1,5 +1,215 @@
-"""Routes of the processes area (being built)."""
+"""`/browsers/{id_or_name}/process/...`: spawn, exec, stdin, status, kill, resize, stdout stream, attach.
 
-from fastapi import APIRouter
+The work is done by `bbrowse.service.processes`; these handlers only find the session and the
+process, and turn outcomes into the contract's shapes. The two hot paths stay lean: stdin writes
+straight to the process's descriptor, and the SSE stream sends pre-encoded frames.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from fastapi import APIRouter, Request, Response, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.responses import StreamingResponse
+
+from bbrowse.service.errors import ServiceError, conflict, error_body
+from bbrowse.service.process_output import Chunk, sse_exit_frame
+from bbrowse.service.processes import ManagedProcess, ProcessManager, StdinClosedError, stdin_error
+from bbrowse.service.sessions import Session
+from bbrowse.service.sse import sse_response
+from bbrowse.service.state import ServiceState, service_state
+from bbrowse.wire import (
+    AttachExit,
+    AttachResize,
+    ExecRequest,
+    ExecResult,
+    KillRequest,
+    OkResponse,
+    ProcessStatus,
+    ResizeRequest,
+    SpawnRequest,
+    SpawnResult,
+    StdinRequest,
+    StdinResult,
+)
+
+log = logging.getLogger("bbrowse.processes")
+
+PREFIX = "/browsers/{id_or_name}/process"
+PART = "processes"
+
+router = APIRouter(tags=["processes"])
+
+
+def install(state: ServiceState) -> None:
+    manager = ProcessManager()
+    state.parts[PART] = manager
+    state.sessions.on_delete.append(manager.end_session)
+    state.shutdown.append(manager.shutdown)
+
+
+def _session(request: Request, id_or_name: str) -> Session:
+    return service_state(request).sessions.get(id_or_name)
+
+
+def _process(request: Request, id_or_name: str, process_id: str) -> ManagedProcess:
+    state = service_state(request)
+    return state.parts[PART].get(state.sessions.get(id_or_name), process_id)
+
+
+# Handlers look things up themselves instead of through `Depends`: FastAPI runs plain `def`
+# dependencies in a worker thread, and even async ones cost more than the whole keystroke path.
+
+
+@router.post(PREFIX + "/spawn", response_model=SpawnResult)
+async def spawn(id_or_name: str, body: SpawnRequest, request: Request) -> SpawnResult:
+    session = _session(request, id_or_name)
+    proc = service_state(request).parts[PART].spawn(session, body)
+    return SpawnResult(process_id=proc.process_id, pid=proc.pid, started_at=proc.started_at)
+
+
+@router.post(PREFIX + "/exec", response_model=ExecResult)
+async def exec_(id_or_name: str, body: ExecRequest, request: Request) -> ExecResult:
+    session = _session(request, id_or_name)
+    return await service_state(request).parts[PART].exec(session, body)
+
+
+@router.post(PREFIX + "/{process_id}/stdin", response_model=StdinResult)
+async def stdin(id_or_name: str, process_id: str, body: StdinRequest, request: Request) -> Response:
+    proc = _process(request, id_or_name, process_id)
+    try:
+        written = await proc.write_stdin(body.data())
+    except StdinClosedError:
+        raise stdin_error(proc) from None
+    return Response(b'{"written_bytes":%d}' % written, media_type="application/json")
+
+
+@router.get(PREFIX + "/{process_id}/status", response_model=ProcessStatus, response_model_exclude_none=True)
+async def status(id_or_name: str, process_id: str, request: Request) -> ProcessStatus:
+    return _process(request, id_or_name, process_id).status()
+
+
+@router.post(PREFIX + "/{process_id}/kill", response_model=OkResponse)
+async def kill(id_or_name: str, process_id: str, body: KillRequest, request: Request) -> OkResponse:
+    """Signal the process group. Signalling a process that has already exited is a no-op, still ok."""
+    _process(request, id_or_name, process_id).send_signal(body.signal)
+    return OkResponse()
+
+
+@router.post(PREFIX + "/{process_id}/resize", response_model=OkResponse)
+async def resize(id_or_name: str, process_id: str, body: ResizeRequest, request: Request) -> OkResponse:
+    _process(request, id_or_name, process_id).resize(body.rows, body.cols)
+    return OkResponse()
+
+
+@router.get(PREFIX + "/{process_id}/stdout/stream")
+async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> StreamingResponse:
+    """SSE: the backlog, then every chunk of stdout/stderr (PTY output as stdout), then the exit event."""
+    state = service_state(request)
+    session = state.sessions.get(id_or_name)
+    proc = state.parts[PART].get(session, process_id)
+    return sse_response(_sse_events(session, proc))
+
+
+async def _sse_events(session: Session, proc: ManagedProcess):
+    with session.in_use():
+        async for frames in proc.output.follow(Chunk.sse):
+            yield frames
+        if proc.output.exit_code is not None:
+            yield sse_exit_frame(proc.output.exit_code)
+
+
+# attach ----------------------------------------------------------------------
+
+
+@router.websocket(PREFIX + "/{process_id}/attach")
+async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None:
+    """Binary frames in = input; text `{"type":"resize",...}` resizes; binary out = output, backlog first.
+
+    Ends with a text `{"type":"exit","exitCode":N}` and close 1000. One attach per process at a time.
+    """
+    state = service_state(websocket)
+    try:
+        session = state.sessions.get(id_or_name)
+        proc = state.parts[PART].get(session, process_id)
+        if proc.attached:
+            raise conflict(f"process {process_id} already has an attached client; only one attach at a time")
+    except ServiceError as exc:
+        await _deny(websocket, exc)
+        return
+    proc.attached = True
+    try:
+        await websocket.accept()
+        with session.in_use():
+            await _attach_session(websocket, proc)
+    finally:
+        proc.attached = False
+
+
+async def _deny(websocket: WebSocket, exc: ServiceError) -> None:
+    """Refuse the upgrade with a real HTTP status and the contract's body where the server can."""
+    await websocket.receive()  # websocket.connect
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        body = error_body(exc.status, exc.code, exc.message, exc.details)
+        await websocket.send_denial_response(JSONResponse(body, status_code=exc.status))
+    else:
+        await websocket.close(code=4000 + exc.status, reason=exc.message[:120])
+
+
+async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
+    pump = asyncio.create_task(_pump_output(websocket, proc))
+    feed = asyncio.create_task(_feed_input(websocket, proc))
+    try:
+        done, _ = await asyncio.wait({pump, feed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (pump, feed):
+            task.cancel()
+        for task in (pump, feed):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if pump in done and not pump.cancelled() and pump.exception() is None and proc.output.exit_code is not None:
+        with contextlib.suppress(Exception):
+            await websocket.send_text(AttachExit(exitCode=proc.output.exit_code).model_dump_json())
+            await websocket.close(code=1000)
+
+
+async def _pump_output(websocket: WebSocket, proc: ManagedProcess) -> None:
+    async for data in proc.output.follow(Chunk.raw):
+        await websocket.send_bytes(data)
+
+
+async def _feed_input(websocket: WebSocket, proc: ManagedProcess) -> None:
+    """Runs until the client goes away; the attach ends normally when the output pump does."""
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        data = message.get("bytes")
+        if data is not None:
+            with contextlib.suppress(StdinClosedError):  # input after the exit is dropped; the pump sends the exit
+                await proc.write_stdin(data)
+            continue
+        text = message.get("text")
+        if text is not None:
+            _control(proc, text)
+
+
+def _control(proc: ManagedProcess, text: str) -> None:
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        log.info("attach %s: ignoring a text frame that is not JSON", proc.process_id)
+        return
+    if isinstance(payload, dict) and payload.get("type") == "resize":
+        try:
+            size = AttachResize.model_validate(payload)
+            proc.resize(size.rows, size.cols)
+        except (ValidationError, ServiceError) as exc:
+            log.info("attach %s: resize refused: %s", proc.process_id, exc)
+    else:
+        log.info("attach %s: ignoring an unknown control frame", proc.process_id)

@@ -1,0 +1,439 @@
+"""Processes of the local service: spawn, exec, stdin, signals, resize, status, and their lifecycle.
+
+A `ManagedProcess` owns its child's descriptors. Output is read with `loop.add_reader` on
+non-blocking descriptors (never blocking the event loop) and appended to an `OutputLog`, which
+broadcasts it to every subscriber. The exit is noticed through a pidfd on the event loop, and the
+child is reaped at once (no zombies).
+
+Lifecycle of one process::
+
+    running --exit--> reaped (status: exited + exit code)
+            --output drained--> finished (every fd closed, exit event sent to subscribers)
+            --RETAIN_SECONDS--> forgotten (404)
+
+"Output drained" means end-of-file on every output descriptor (EIO on a PTY master), or, if a
+grandchild still holds them open, `OUTPUT_DRAIN_SECONDS` after the exit.
+
+Exit codes: a normal exit gives its status; a process ended by signal N reports `128 + N`, as
+shells do (130 after INT, 143 after TERM, 137 after KILL). Signals (`kill`, `timeout_sec`, session
+deletion) go to the child's whole process group: every child starts its own session, so the
+program and everything it started are signalled together, like Ctrl-C in a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import psutil
+
+from bbrowse.service.errors import ServiceError, bad_request, not_found
+from bbrowse.service.process_launch import Child, launch, set_winsize
+from bbrowse.service.process_output import STDERR, STDOUT, OutputLog
+from bbrowse.service.sessions import Session
+from bbrowse.wire import ExecRequest, ExecResult, ProcessStatus, SpawnRequest, encode_b64
+
+log = logging.getLogger("bbrowse.processes")
+
+#: Largest single read from a process, and the largest chunk broadcast to subscribers.
+READ_CHUNK = 64 * 1024
+#: How long after the exit output is still awaited from descriptors a grandchild may hold open.
+OUTPUT_DRAIN_SECONDS = 0.25
+#: `timeout_sec` sends TERM, then KILL this long after if the process is still there.
+TIMEOUT_KILL_GRACE_SECONDS = 2.0
+#: Session deletion and shutdown: HUP/TERM, then KILL this long after.
+TERMINATE_GRACE_SECONDS = 1.0
+#: How long an exited process stays queryable (status, backlog, exit event).
+RETAIN_SECONDS = 60.0
+#: `exec` keeps at most this much of each of stdout and stderr; the rest is read and discarded.
+EXEC_CAPTURE_LIMIT = 32 << 20
+
+SIGNALS: dict[str, signal.Signals] = {
+    "TERM": signal.SIGTERM,
+    "KILL": signal.SIGKILL,
+    "INT": signal.SIGINT,
+    "HUP": signal.SIGHUP,
+}
+
+_EXTRAS_KEY = "processes"
+
+
+def exit_code_from(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+class StdinClosedError(Exception):
+    """The process's stdin can no longer be written (it exited or closed it)."""
+
+
+class ManagedProcess:
+    def __init__(self, child: Child, command: str, sink: Callable[[int, bytes], None] | None = None) -> None:
+        self.process_id = str(uuid.uuid4())
+        self.child = child
+        self.pid = child.pid
+        self.tty = child.tty
+        self.command = command
+        self.started_at = datetime.now(UTC)
+        self.output = OutputLog()
+        self.exit_code: int | None = None
+        self.finished = asyncio.Event()
+        #: True while a WebSocket `attach` is connected (one at a time).
+        self.attached = False
+        self._sink = sink or self.output.append
+        self._loop = asyncio.get_running_loop()
+        self._readers: dict[int, int] = {}
+        self._stdin_fd = child.master if child.tty else child.stdin
+        self._stdin_lock = asyncio.Lock()
+        self._write_waiter: asyncio.Future | None = None
+        self._pidfd: int | None = None
+        self._timers: list[asyncio.TimerHandle] = []
+        self._on_finish: list[Callable[[ManagedProcess], None]] = []
+        self._ps: psutil.Process | None = None
+        self._cpu_sample = (time.monotonic(), 0.0)
+
+    # start ---------------------------------------------------------------------
+
+    def start(self, timeout_sec: int | None) -> None:
+        child = self.child
+        if child.tty:
+            self._watch(child.master, STDOUT)
+        else:
+            self._watch(child.stdout, STDOUT)
+            self._watch(child.stderr, STDERR)
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except OSError:  # kernel without pidfd: poll instead
+            self._timers.append(self._loop.call_later(0.05, self._poll_exit))
+        else:
+            self._loop.add_reader(self._pidfd, self._on_exit)
+        if timeout_sec:
+            self._timers.append(self._loop.call_later(timeout_sec, self._on_timeout, timeout_sec))
+
+    def on_finish(self, callback: Callable[[ManagedProcess], None]) -> None:
+        if self.finished.is_set():
+            callback(self)
+        else:
+            self._on_finish.append(callback)
+
+    # output --------------------------------------------------------------------
+
+    def _watch(self, fd: int | None, stream: int) -> None:
+        if fd is not None:
+            self._readers[fd] = stream
+            self._loop.add_reader(fd, self._on_readable, fd, stream)
+
+    def _read_available(self, fd: int, limit: int) -> tuple[list[bytes], bool]:
+        """Read what is there now, up to `limit` bytes: (pieces, at end of file)."""
+        parts: list[bytes] = []
+        size = 0
+        while size < limit:
+            try:
+                data = os.read(fd, min(READ_CHUNK, limit - size))
+            except BlockingIOError:
+                return parts, False
+            except OSError:  # EIO on a PTY master once the terminal's last user has gone
+                return parts, True
+            if not data:
+                return parts, True
+            parts.append(data)
+            size += len(data)
+            if not self.tty:  # a pipe gives all it has in one read; a PTY hands out ~4 KiB at a time
+                break
+        return parts, False
+
+    def _on_readable(self, fd: int, stream: int) -> None:
+        parts, eof = self._read_available(fd, READ_CHUNK)
+        if parts:
+            self._sink(stream, parts[0] if len(parts) == 1 else b"".join(parts))
+        if eof:
+            self._unwatch(fd)
+            if self.exit_code is not None and not self._readers:
+                self._finish()
+
+    def _unwatch(self, fd: int) -> None:
+        if self._readers.pop(fd, None) is not None:
+            self._loop.remove_reader(fd)
+
+    # exit ----------------------------------------------------------------------
+
+    def _poll_exit(self) -> None:
+        if self.child.popen.poll() is None:
+            self._timers.append(self._loop.call_later(0.05, self._poll_exit))
+        else:
+            self._on_exit()
+
+    def _on_exit(self) -> None:
+        if self.child.popen.poll() is None:
+            return
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.exit_code = exit_code_from(self.child.popen.returncode)
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        log.info("process %s (pid %d, %s) exited with %d", self.process_id, self.pid, self.command, self.exit_code)
+        if self._readers:
+            self._timers.append(self._loop.call_later(OUTPUT_DRAIN_SECONDS, self._finish))
+        else:
+            self._finish()
+
+    def _finish(self) -> None:
+        """Take the last output, close every descriptor, tell subscribers and waiters."""
+        if self.finished.is_set():
+            return
+        for fd, stream in list(self._readers.items()):
+            parts, _ = self._read_available(fd, 4 * READ_CHUNK)
+            for part in parts:
+                self._sink(stream, part)
+            self._unwatch(fd)
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self._release_stdin_waiter()
+        child = self.child
+        for fd in {child.master, child.stdin, child.stdout, child.stderr} - {None}:
+            os.close(fd)
+        child.master = child.stdin = child.stdout = child.stderr = None
+        self._stdin_fd = None
+        if self.exit_code is None:  # forced: the child is still unreaped; the pidfd reaps it later
+            self.exit_code = exit_code_from(-signal.SIGKILL)
+        self.output.finish(self.exit_code)
+        self.finished.set()
+        callbacks, self._on_finish = self._on_finish, []
+        for callback in callbacks:
+            callback(self)
+
+    @property
+    def reaped(self) -> bool:
+        return self.child.popen.returncode is not None
+
+    # stdin ---------------------------------------------------------------------
+
+    async def write_stdin(self, data: bytes) -> int:
+        """Write all of `data`, in order with other writes; waits while the terminal/pipe is full."""
+        if not data:
+            if self._stdin_fd is None:
+                raise StdinClosedError
+            return 0
+        async with self._stdin_lock:
+            view = memoryview(data)
+            written = 0
+            while written < len(data):
+                fd = self._stdin_fd
+                if fd is None:
+                    raise StdinClosedError
+                try:
+                    written += os.write(fd, view[written:])
+                except BlockingIOError:
+                    await self._writable(fd)
+                except OSError as exc:  # EPIPE: the program closed stdin; EIO: the terminal is gone
+                    if exc.errno in (errno.EPIPE, errno.EIO, errno.EBADF):
+                        raise StdinClosedError from None
+                    raise
+            return written
+
+    async def _writable(self, fd: int) -> None:
+        waiter = self._loop.create_future()
+        self._write_waiter = waiter
+        self._loop.add_writer(fd, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            self._write_waiter = None
+            if self._stdin_fd == fd:
+                self._loop.remove_writer(fd)
+
+    def _release_stdin_waiter(self) -> None:
+        waiter = self._write_waiter
+        if waiter is not None and self._stdin_fd is not None:
+            self._loop.remove_writer(self._stdin_fd)
+            _resolve(waiter)
+
+    def close_stdin(self) -> None:
+        """End of input for a pipe-backed process (exec: programs reading stdin see EOF at once)."""
+        if not self.tty and self._stdin_fd is not None:
+            os.close(self._stdin_fd)
+            self.child.stdin = self._stdin_fd = None
+
+    # control -------------------------------------------------------------------
+
+    def send_signal(self, name: str) -> bool:
+        """Signal the process group; False if the process has already exited."""
+        return self._killpg(SIGNALS[name])
+
+    def _killpg(self, sig: int) -> bool:
+        if self.reaped:  # its pid may already belong to someone else
+            return False
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # some member of the group is not ours to signal: at least reach the child
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, sig)
+        return True
+
+    def resize(self, rows: int, cols: int) -> None:
+        if not self.tty:
+            raise bad_request(
+                f"process {self.process_id} has no terminal to resize (spawn it with allocate_tty: true)",
+                field="process_id",
+            )
+        if self.child.master is None:
+            raise bad_request(f"process {self.process_id} has exited; its terminal is closed", field="process_id")
+        set_winsize(self.child.master, rows, cols)
+
+    def _on_timeout(self, timeout_sec: int) -> None:
+        log.info("process %s exceeded timeout_sec=%d: TERM", self.process_id, timeout_sec)
+        if self._killpg(signal.SIGTERM):
+            self._timers.append(self._loop.call_later(TIMEOUT_KILL_GRACE_SECONDS, self._killpg, signal.SIGKILL))
+
+    async def terminate(self, grace: float = TERMINATE_GRACE_SECONDS) -> None:
+        """End the process and its group: HUP (a terminal hanging up) and TERM, then KILL; wait for it."""
+        if self.finished.is_set():
+            return
+        for sig in (signal.SIGHUP, signal.SIGTERM) if self.tty else (signal.SIGTERM,):
+            self._killpg(sig)
+        if await self._wait_finished(grace):
+            return
+        self._killpg(signal.SIGKILL)
+        if not await self._wait_finished(3.0):
+            log.warning("process %s (pid %d) did not end after KILL; closing its descriptors", self.process_id,
+                        self.pid)
+            self._finish()
+
+    async def _wait_finished(self, timeout: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.finished.wait(), timeout)
+        return self.finished.is_set()
+
+    # status --------------------------------------------------------------------
+
+    def status(self) -> ProcessStatus:
+        if self.reaped:
+            return ProcessStatus(state="exited", exit_code=exit_code_from(self.child.popen.returncode), cpu_pct=0.0)
+        mem, cpu = None, 0.0
+        try:
+            if self._ps is None:
+                self._ps = psutil.Process(self.pid)
+            with self._ps.oneshot():
+                mem = self._ps.memory_info().rss
+                times = self._ps.cpu_times()
+            used = times.user + times.system
+            now = time.monotonic()
+            last_at, last_used = self._cpu_sample
+            if now > last_at:
+                cpu = round(max(0.0, 100.0 * (used - last_used) / (now - last_at)), 1)
+            self._cpu_sample = (now, used)
+        except psutil.Error:
+            pass
+        return ProcessStatus(state="running", cpu_pct=cpu, mem_bytes=mem)
+
+
+def _resolve(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class Capture:
+    """What `exec` returns: stdout and stderr kept apart, each up to `limit` bytes."""
+
+    def __init__(self, limit: int = EXEC_CAPTURE_LIMIT) -> None:
+        self.limit = limit
+        self.parts: tuple[list[bytes], list[bytes]] = ([], [])
+        self.sizes = [0, 0]
+
+    def append(self, stream: int, data: bytes) -> None:
+        room = self.limit - self.sizes[stream]
+        if room > 0:
+            piece = data[:room]
+            self.parts[stream].append(piece)
+            self.sizes[stream] += len(piece)
+
+    def text(self, stream: int) -> bytes:
+        return b"".join(self.parts[stream])
+
+
+class ProcessManager:
+    """Every process of every session: registry, retention after exit, and teardown."""
+
+    def __init__(self) -> None:
+        self._live: set[ManagedProcess] = set()
+
+    @staticmethod
+    def of_session(session: Session) -> dict[str, ManagedProcess]:
+        return session.extras.setdefault(_EXTRAS_KEY, {})
+
+    def get(self, session: Session, process_id: str) -> ManagedProcess:
+        proc = self.of_session(session).get(process_id)
+        if proc is None:
+            raise not_found(f"process {process_id} not found in browser session {session.session_id}")
+        return proc
+
+    def _register(self, session: Session, proc: ManagedProcess, retain: bool) -> None:
+        table = self.of_session(session)
+        table[proc.process_id] = proc
+        self._live.add(proc)
+
+        def finished(p: ManagedProcess) -> None:
+            self._live.discard(p)
+            if retain:
+                asyncio.get_running_loop().call_later(RETAIN_SECONDS, table.pop, p.process_id, None)
+            else:
+                table.pop(p.process_id, None)
+
+        proc.on_finish(finished)
+
+    def spawn(self, session: Session, request: SpawnRequest) -> ManagedProcess:
+        child = launch(
+            request, session.workdir, tty=request.allocate_tty, rows=request.rows, cols=request.cols
+        )
+        proc = ManagedProcess(child, request.command)
+        self._register(session, proc, retain=True)
+        proc.start(request.timeout_sec)
+        log.info("process %s spawned in session %s: pid %d, %s%s", proc.process_id, session.session_id, proc.pid,
+                 request.command, " (tty)" if proc.tty else "")
+        return proc
+
+    async def exec(self, session: Session, request: ExecRequest) -> ExecResult:
+        """Run to completion. A timeout ends it like `kill TERM` would; its exit code says so (143 or 137)."""
+        capture = Capture()
+        started = time.monotonic()
+        child = launch(request, session.workdir)
+        proc = ManagedProcess(child, request.command, sink=capture.append)
+        self._register(session, proc, retain=False)
+        proc.start(request.timeout_sec)
+        proc.close_stdin()
+        try:
+            await proc.finished.wait()
+        except asyncio.CancelledError:  # the caller went away: do not leave the command running
+            await asyncio.shield(proc.terminate())
+            raise
+        return ExecResult(
+            exit_code=proc.exit_code if proc.exit_code is not None else -1,
+            stdout_b64=encode_b64(capture.text(STDOUT)),
+            stderr_b64=encode_b64(capture.text(STDERR)),
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    async def end_session(self, session: Session) -> None:
+        """on_delete hook: end every process the session started."""
+        procs = list(self.of_session(session).values())
+        await asyncio.gather(*(p.terminate() for p in procs), return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(p.terminate() for p in list(self._live)), return_exceptions=True)
+
+
+def stdin_error(proc: ManagedProcess) -> ServiceError:
+    return bad_request(f"process {proc.process_id} has exited or closed its stdin", field="process_id")
