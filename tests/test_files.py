@@ -6,6 +6,7 @@ import asyncio
 import os
 import stat
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,17 @@ from bbrowse.wire import Error, FileInfo
 
 if TYPE_CHECKING:
     from conftest import ServiceHandle
+
+
+@pytest.fixture(scope="module")
+async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One session for the whole module (overrides the per-test one): these tests exercise files, not
+    sessions, and creating a session starts its Chromium, which costs seconds."""
+    r = await http.post("/browsers", json={"timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    yield sid
+    await http.delete(f"/browsers/{sid}")
 
 
 def _fs(session_id: str, op: str) -> str:

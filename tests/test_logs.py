@@ -15,11 +15,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
+import pytest
 
 from bbrowse.wire import Error, LogEvent
 
 if TYPE_CHECKING:
     from conftest import ServiceHandle
+
+
+@pytest.fixture(scope="module")
+async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One session for the whole module (overrides the per-test one): these tests exercise files, not
+    sessions, and creating a session starts its Chromium, which costs seconds."""
+    r = await http.post("/browsers", json={"timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    yield sid
+    await http.delete(f"/browsers/{sid}")
 
 
 def _stream_url(session_id: str) -> str:
