@@ -18,7 +18,7 @@ from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolErro
 
 #: A single SSE line longer than this is treated as garbage rather than buffered forever.
 MAX_LINE_BYTES = 16 * 1024 * 1024
-_KNOWN_FIELDS = frozenset({b"event", b"id", b"retry"})
+_KNOWN_FIELDS = (b"event", b"id", b"retry")  # a tuple: lines are bytearrays (unhashable)
 
 
 def check_event_stream(response: httpx.Response, what: str) -> None:
