@@ -106,6 +106,22 @@ async def test_read_file_of_a_huge_file_starts_at_once_and_stays_out_of_memory(
     assert (await http.get(_fs(session_id, "file_info"), params={"path": str(target)})).status_code == 200
 
 
+async def test_a_file_shrinking_mid_download_aborts_it_visibly(
+    http: httpx.AsyncClient, session_id: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "shrinks.bin"
+    target.write_bytes(b"start")
+    os.truncate(target, 256 * 1024 * 1024)
+    with pytest.raises(httpx.RemoteProtocolError):  # never a silently short file
+        async with http.stream("GET", _fs(session_id, "read_file"), params={"path": str(target)}) as response:
+            chunks = response.aiter_raw()
+            assert (await anext(chunks)).startswith(b"start")
+            os.truncate(target, 1000)
+            async for _ in chunks:
+                pass
+    assert (await http.get(_fs(session_id, "file_info"), params={"path": str(target)})).json()["size_bytes"] == 1000
+
+
 def test_read_file_through_the_official_sdk(sdk, session_id: str, tmp_path: Path) -> None:
     data = os.urandom(300_000)
     target = tmp_path / "sdk.bin"

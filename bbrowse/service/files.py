@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import errno
 import io
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +25,8 @@ from typing import TypeVar
 
 from bbrowse.service.errors import ServiceError, bad_request, forbidden, not_found
 from bbrowse.wire import ErrorDetail, FileInfo
+
+log = logging.getLogger("bbrowse.files")
 
 #: Size of one read of `read_file`: big enough for throughput, small enough that a 500 MB file starts at once.
 CHUNK_BYTES = 256 * 1024
@@ -178,11 +181,13 @@ def pread(fd: int, size: int, offset: int) -> bytes:
         return b""
 
 
-async def iter_file_chunks(file: io.FileIO, length: int | None) -> AsyncIterator[bytes]:
+async def iter_file_chunks(file: io.FileIO, length: int | None, path: str) -> AsyncIterator[bytes]:
     """The file's bytes in CHUNK_BYTES pieces, read in a worker thread; closes the file at the end.
 
     `length` is the size announced as Content-Length: exactly that many bytes are sent even if
-    the file grows meanwhile. None (pseudo-files such as /proc entries report size 0) reads to EOF.
+    the file grows meanwhile. If it shrinks, the body ends short and the server aborts the
+    connection, so the client sees an incomplete download rather than a silently short file.
+    None (pseudo-files such as /proc entries report size 0) reads to EOF.
     """
     try:
         fd = file.fileno()
@@ -191,6 +196,9 @@ async def iter_file_chunks(file: io.FileIO, length: int | None) -> AsyncIterator
             want = CHUNK_BYTES if length is None else min(CHUNK_BYTES, length - offset)
             chunk = await run_blocking(pread, fd, want, offset)
             if not chunk:
+                if length is not None:
+                    log.warning("%s shrank to %d bytes while %d were being sent: download aborted",
+                                path, offset, length)
                 return
             offset += len(chunk)
             yield chunk

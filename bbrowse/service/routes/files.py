@@ -48,7 +48,7 @@ async def read_file(session: Annotated[Session, Depends(active_session)], path: 
     file, st = await files.run_blocking(files.open_regular_file, path)
     length = st.st_size or None
     headers = {"Content-Length": str(length)} if length is not None else {}
-    body = _session_activity(session, files.iter_file_chunks(file, length))
+    body = _session_activity(session, files.iter_file_chunks(file, length, path))
     return StreamingResponse(body, media_type="application/octet-stream", headers=headers)
 
 
