@@ -1,5 +1,184 @@
-"""Routes of the browser area (being built)."""
+"""The browser area: screenshots, replays (start, stop, list, download) and the replay viewer.
 
-from fastapi import APIRouter
+`install` gives every new session its own Chromium (`browsers.BrowserManager`) and makes the
+session's teardown stop its recording before closing its browser. Replays outlive their session
+(see `recorder`): listing and downloading them works for deleted sessions too.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+
+from bbrowse.service.browsers import BrowserManager
+from bbrowse.service.errors import ServiceError, bad_request, not_found
+from bbrowse.service.recorder import ReplayManager, ReplayRecord, ReplayState
+from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH, ReplayTokens, viewer_page
+from bbrowse.service.sessions import Session
+from bbrowse.service.state import ServiceState, service_state
+from bbrowse.wire import Replay, ReplayStartRequest, ScreenshotRequest
+
+router = APIRouter(tags=["browser"])
+
+BROWSERS, REPLAYS, TOKENS = "browsers", "replays", "replay_tokens"
+#: Seconds a client should wait before asking again for a replay that is still being finalised.
+RETRY_AFTER_SECONDS = 1
+
+
+def install(state: ServiceState) -> None:
+    browsers = BrowserManager(state.config.chromium_path)
+    replays = ReplayManager(state.config.state_dir / "replays", browsers)
+    state.parts[BROWSERS] = browsers
+    state.parts[REPLAYS] = replays
+    state.parts[TOKENS] = ReplayTokens()
+    state.sessions.on_create.append(browsers.on_create)
+    state.sessions.on_delete.append(replays.on_delete)  # finalise the recording while the browser still runs
+    state.sessions.on_delete.append(browsers.on_delete)
+
+
+def _state(request: Request) -> ServiceState:
+    return service_state(request)
+
+
+State = Annotated[ServiceState, Depends(_state)]
+
+
+def _active(id_or_name: str, request: Request) -> Session:
+    return service_state(request).sessions.get(id_or_name)
+
+
+def _any(id_or_name: str, request: Request) -> Session:
+    """Active or deleted: a deleted session's replays can still be listed and downloaded."""
+    return service_state(request).sessions.get(id_or_name, include_deleted=True)
+
+
+ActiveSession = Annotated[Session, Depends(_active)]
+AnySession = Annotated[Session, Depends(_any)]
+
+
+# screenshot -------------------------------------------------------------------
+
+
+@router.post(
+    "/browsers/{id_or_name}/computer/screenshot",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"}},
+)
+async def capture_screenshot(session: ActiveSession, state: State, body: ScreenshotRequest | None = None) -> Response:
+    region = body.region if body else None
+    clip = None
+    if region is not None:
+        viewport = session.viewport
+        if region.x + region.width > viewport.width or region.y + region.height > viewport.height:
+            raise bad_request(
+                f"x={region.x}, y={region.y}, width={region.width}, height={region.height} reaches outside "
+                f"the {viewport.width}x{viewport.height} viewport",
+                field="region",
+            )
+        clip = region.model_dump()
+    png = await state.parts[BROWSERS].browser(session).screenshot(clip)
+    return Response(content=png, media_type="image/png")
+
+
+# replays ----------------------------------------------------------------------
+
+
+def _to_wire(state: ServiceState, record: ReplayRecord) -> Replay:
+    tokens: ReplayTokens = state.parts[TOKENS]
+    return Replay(
+        replay_id=record.replay_id,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        replay_view_url=tokens.view_url(state.config.public_url, record.session_id, record.replay_id),
+    )
+
+
+@router.get("/browsers/{id_or_name}/replays", response_model=list[Replay], response_model_exclude_none=True)
+async def list_replays(session: AnySession, state: State) -> list[Replay]:
+    return [_to_wire(state, r) for r in state.parts[REPLAYS].list(session)]
+
+
+@router.post(
+    "/browsers/{id_or_name}/replays", status_code=201, response_model=Replay, response_model_exclude_none=True
+)
+async def start_replay(session: ActiveSession, state: State, body: ReplayStartRequest | None = None) -> Replay:
+    record = await state.parts[REPLAYS].start(session, body or ReplayStartRequest())
+    return _to_wire(state, record)
+
+
+@router.post(
+    "/browsers/{id_or_name}/replays/{replay_id}/stop", response_model=Replay, response_model_exclude_none=True
+)
+async def stop_replay(replay_id: str, session: AnySession, state: State) -> Replay:
+    record = await state.parts[REPLAYS].stop(session, replay_id)
+    return _to_wire(state, record)
+
+
+def _video_response(record: ReplayRecord, request: Request) -> Response:
+    """The MP4 (Range requests honoured), 202 + Retry-After while it is being made, 500 if that failed."""
+    if record.state is ReplayState.READY:
+        return FileResponse(record.path, media_type="video/mp4", filename=f"{record.replay_id}.mp4",
+                            content_disposition_type="inline")
+    if record.state is ReplayState.FAILED:
+        raise ServiceError(500, "internal_error", f"replay {record.replay_id} failed: {record.error}")
+    doing = "still recording; stop it to get the video" if record.state is ReplayState.RECORDING else (
+        "being finalised")
+    return JSONResponse(
+        {"replay_id": record.replay_id, "status": record.state.value, "message": f"replay is {doing}"},
+        status_code=202, headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+@router.get(
+    "/browsers/{id_or_name}/replays/{replay_id}",
+    response_class=Response,
+    responses={200: {"content": {"video/mp4": {}}}, 202: {"description": "still being finalised"}},
+)
+async def download_replay(replay_id: str, session: AnySession, state: State, request: Request) -> Response:
+    return _video_response(state.parts[REPLAYS].get(session, replay_id), request)
+
+
+# viewer (authenticated by the jwt in its URL, not the bearer token) -----------
+
+
+def _viewed_record(state: ServiceState, replay_id: str | None, token: str | None) -> tuple[ReplayRecord, str]:
+    tokens: ReplayTokens = state.parts[TOKENS]
+    session_id = tokens.verify(token, replay_id)
+    record = state.parts[REPLAYS].find(replay_id)
+    if record is None or record.session_id != session_id:
+        raise not_found(f"replay {replay_id!r} not found")
+    assert token is not None
+    return record, token
+
+
+@router.get(VIEW_PATH, response_class=HTMLResponse, include_in_schema=False)
+async def replay_view(
+    state: State,
+    replay_id: Annotated[str | None, Query()] = None,
+    jwt: Annotated[str | None, Query()] = None,
+) -> HTMLResponse:
+    record, token = _viewed_record(state, replay_id, jwt)
+    note = {
+        ReplayState.RECORDING: "This replay is still recording; the page reloads when it is done.",
+        ReplayState.FINALISING: "This replay is being finalised; the page reloads in a moment.",
+        ReplayState.FAILED: f"This replay failed: {record.error}",
+    }.get(record.state, "")
+    page = viewer_page(record.replay_id, token, ready=record.state is ReplayState.READY, note=note,
+                       reload=record.state is not ReplayState.FAILED)
+    return HTMLResponse(page, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+
+@router.get(VIDEO_PATH, response_class=Response, include_in_schema=False)
+async def replay_view_video(
+    state: State,
+    request: Request,
+    replay_id: Annotated[str | None, Query()] = None,
+    jwt: Annotated[str | None, Query()] = None,
+) -> Response:
+    record, _ = _viewed_record(state, replay_id, jwt)
+    return _video_response(record, request)
+
+
+__all__ = ["BrowserManager", "install", "router"]

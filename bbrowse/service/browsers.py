@@ -1,0 +1,598 @@
+"""One Chromium per session: launch, supervise, relaunch after a crash, close.
+
+Creating a session launches its own Chromium (its own profile directory next to the session's work
+dir, a DevTools port picked by Chromium on 127.0.0.1) and keeps one CDP connection to it open, so a
+screenshot costs one `Page.captureScreenshot` round trip. The browser's real DevTools WebSocket URL
+becomes the session's `cdp_ws_url`, which Playwright's `connect_over_cdp` can use.
+
+Chromium's stdout and stderr are piped through the service into the session's supervised log
+`chromium`: the pipe is how the service learns the DevTools URL (the "DevTools listening on" line,
+written together with `DevToolsActivePort`) without polling. Chromium runs in its own process group,
+stopped as a whole, and gets a parent-death signal so a killed service leaves no browser behind.
+
+Supervision: when Chromium dies, the reason (exit code or signal) is logged; the next request that
+needs the browser answers 503 `browser_unavailable` with that reason and starts a new Chromium in
+the background (logged too), so the request after it works again. No restart happens on its own,
+so a Chromium that crashes at once cannot loop.
+
+Without a Chromium binary the session still works (processes, files, logs); `cdp_ws_url` is "" and
+browser requests answer 503 saying how to install one. Headful sessions (`headless: false`) run
+under their own Xvfb display; without Xvfb they are refused with 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import ctypes
+import logging
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError
+from bbrowse.service.errors import ServiceError, bad_request, browser_unavailable
+from bbrowse.service.sessions import Session
+
+log = logging.getLogger("bbrowse.browsers")
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+INSTALL_HINT = (
+    "install Chromium (e.g. `sudo apt-get install chromium`, or Google Chrome) "
+    "or point `bbrowse serve --chromium PATH` (BBROWSE_CHROMIUM) at one"
+)
+#: Bound on Chromium printing its DevTools URL after launch (it takes ~0.5 s).
+LAUNCH_TIMEOUT_SECONDS = 20.0
+#: How long a create waits for `start_url` to load before answering anyway (slow or unreachable sites).
+START_URL_LOAD_WAIT_SECONDS = 1.0
+
+#: Extra screen room under Xvfb, so a window whose viewport is the requested size fits on it.
+XVFB_MARGIN = 256
+
+_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
+
+
+def find_chromium(configured: str | None) -> str | None:
+    """The Chromium binary to use: the configured one if it exists, else the first known name on PATH."""
+    if configured:
+        found = shutil.which(configured)
+        return found if found and os.access(found, os.X_OK) else None
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with code {returncode}"
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class PageTarget:
+    """The page the service screenshots and records: a flattened CDP session on one tab."""
+
+    target_id: str
+    session_id: str
+
+
+class SupervisorLog:
+    """The session's supervised `chromium` log: Chromium's own lines and the service's notes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = open(path, "ab", buffering=0)
+
+    def note(self, text: str) -> None:
+        self.write(f"{_stamp()} bbrowse: {text}\n".encode())
+
+    def write(self, data: bytes) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._file.write(data)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class Xvfb:
+    """A virtual X display for one headful session, a little larger than its viewport."""
+
+    def __init__(self, binary: str, width: int, height: int, log_path: Path) -> None:
+        self.binary = binary
+        self.width = width
+        self.height = height
+        self.log_path = log_path
+        self.process: asyncio.subprocess.Process | None = None
+        self.display = ""
+
+    async def start(self) -> str:
+        read_fd, write_fd = os.pipe()
+        out = append_fd(self.log_path)
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                self.binary, "-displayfd", str(write_fd), "-screen", "0", f"{self.width}x{self.height}x24",
+                "-nolisten", "tcp", "-noreset",
+                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
+                pass_fds=(write_fd,), start_new_session=True, preexec_fn=die_with_service,
+            )
+        finally:
+            os.close(out)
+            os.close(write_fd)
+        try:
+            number = await asyncio.wait_for(asyncio.to_thread(_read_line, read_fd), LAUNCH_TIMEOUT_SECONDS)
+        except TimeoutError:
+            number = ""
+        finally:
+            os.close(read_fd)
+        if not number.strip().isdigit():
+            await self.stop()
+            raise browser_unavailable(f"Xvfb did not start (see the xvfb log at {self.log_path})")
+        self.display = f":{number.strip()}"
+        return self.display
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await kill_group(self.process)
+            self.process = None
+
+
+def append_fd(path: Path) -> int:
+    """A file descriptor appending to `path`, for a child's output; the caller closes it after the spawn."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+
+def _read_line(fd: int) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+
+
+async def kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the whole process group (renderers, zygotes, GPU process) and reap the leader.
+
+    No graceful SIGTERM: the profile is thrown away (or reused after a crash anyway), and a prompt
+    stop keeps session deletes and service shutdown fast.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.returncode is None:
+        await process.wait()
+
+
+def die_with_service() -> None:
+    """`preexec_fn` for supervised children: SIGKILL them if the service dies without cleaning up.
+
+    Chromium runs in its own process group (so it can be stopped as a whole), which also means a
+    killed service would otherwise leave it running; the parent-death signal survives the exec of
+    Debian's `chromium` wrapper script.
+    """
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+except OSError:
+    _LIBC = None
+
+
+class ChromiumBrowser:
+    """The Chromium of one session and the CDP connection the service keeps to it."""
+
+    def __init__(self, session: Session, binary: str | None, xvfb_binary: str | None, configured: str | None) -> None:
+        self.session = session
+        self.binary = binary
+        self.configured = configured
+        self.xvfb_binary = xvfb_binary
+        self.profile_dir = session.workdir.parent / "chromium-profile"
+        self.log = SupervisorLog(session.supervisor_log("chromium"))
+        self.process: asyncio.subprocess.Process | None = None
+        self.cdp: CDPConnection | None = None
+        self.page: PageTarget | None = None
+        self.xvfb: Xvfb | None = None
+        #: Why the browser is not usable (crash, failed launch); reported by the next request.
+        self.failure: str | None = None
+        self._closing = False
+        self._launching: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._page_lock = asyncio.Lock()
+
+    # public -----------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process and self.process.returncode is None else None
+
+    async def start(self) -> None:
+        """Launch for a new session; a failure is remembered and reported by the first browser request."""
+        if self.binary is None:
+            self.log.note(f"no Chromium: {self.missing_message()}")
+            return
+        self._launching = asyncio.create_task(self._launch(), name=f"chromium {self.session.session_id}")
+        with contextlib.suppress(ServiceError):
+            await asyncio.shield(self._launching)
+
+    async def ready(self) -> tuple[CDPConnection, PageTarget]:
+        """The live CDP connection and page, or 503 `browser_unavailable` with the reason."""
+        if self._closing:
+            raise browser_unavailable("the browser session is ending")
+        if self.binary is None:
+            raise browser_unavailable(self.missing_message())
+        if self._launching is not None and not self._launching.done():
+            await asyncio.shield(self._launching)
+        if self._healthy():
+            assert self.cdp is not None
+            return self.cdp, await self._page_target()
+        reason = self.failure or "Chromium is not running"
+        if self.process is not None and self.process.returncode is None and self.cdp and self.cdp.closed:
+            reason = "Chromium closed its DevTools connection"
+        self._relaunch_in_background(reason)
+        raise browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment")
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        """Send a command to the page; a crash mid-call becomes 503 with the exit reason."""
+        cdp, page = await self.ready()
+        try:
+            return await cdp.send(method, params, session_id=page.session_id, timeout=timeout)
+        except CDPClosedError:
+            reason = await self._reason_after_disconnect()
+            self._relaunch_in_background(reason)
+            raise browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment") from None
+        except TimeoutError:
+            raise browser_unavailable(f"Chromium did not answer {method} within {timeout:.0f}s") from None
+        except CDPError as exc:
+            if "session" in exc.error_message.lower() or "target" in exc.error_message.lower():
+                # The tab went away (closed through CDP by a user): pick another one and retry once.
+                self.page = None
+                cdp, page = await self.ready()
+                return await cdp.send(method, params, session_id=page.session_id, timeout=timeout)
+            raise
+
+    async def screenshot(self, clip: dict[str, int] | None = None) -> bytes:
+        params: dict[str, Any] = {"format": "png"}
+        if clip is not None:
+            metrics = await self.call("Page.getLayoutMetrics")
+            viewport = metrics.get("cssVisualViewport") or metrics.get("visualViewport") or {}
+            params["clip"] = {
+                "x": clip["x"] + viewport.get("pageX", 0), "y": clip["y"] + viewport.get("pageY", 0),
+                "width": clip["width"], "height": clip["height"], "scale": 1,
+            }
+        result = await self.call("Page.captureScreenshot", params)
+        return base64.b64decode(result["data"])
+
+    async def close(self) -> None:
+        """Session teardown: stop Chromium's whole process group and Xvfb, remove the profile."""
+        self._closing = True
+        if self._launching is not None and not self._launching.done():
+            self._launching.cancel()
+            with contextlib.suppress(BaseException):
+                await self._launching
+        await self._stop_processes()
+        for task in list(self._tasks):
+            task.cancel()
+        self.log.note("browser closed (session ended)")
+        self.log.close()
+        await asyncio.to_thread(shutil.rmtree, self.profile_dir, True)
+
+    def missing_message(self) -> str:
+        if self.configured:
+            return f"Chromium not found at {self.configured!r}: {INSTALL_HINT}"
+        return f"Chromium is not installed on this machine: {INSTALL_HINT}"
+
+    # launch -----------------------------------------------------------------
+
+    def _healthy(self) -> bool:
+        return (
+            self.process is not None and self.process.returncode is None
+            and self.cdp is not None and not self.cdp.closed
+        )
+
+    def _relaunch_in_background(self, reason: str) -> None:
+        if self._closing or (self._launching is not None and not self._launching.done()):
+            return
+        self.log.note(f"starting a new Chromium (previous one: {reason})")
+        self._launching = asyncio.create_task(self._launch(), name=f"chromium relaunch {self.session.session_id}")
+        self._launching.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _launch(self) -> None:
+        started = time.perf_counter()
+        await self._stop_processes()
+        self.failure = None
+        try:
+            await self._spawn_and_connect()
+        except ServiceError as exc:
+            self.failure = exc.message
+            self.log.note(f"Chromium failed to start: {exc.message}")
+            await self._stop_processes()
+            raise
+        except (OSError, CDPError, CDPClosedError, TimeoutError) as exc:
+            self.failure = f"Chromium failed to start: {exc}"
+            self.log.note(self.failure)
+            await self._stop_processes()
+            raise browser_unavailable(self.failure) from exc
+        self.log.note(f"Chromium ready in {time.perf_counter() - started:.2f}s (pid {self.process.pid})")
+
+    async def _spawn_and_connect(self) -> None:
+        assert self.binary is not None
+        self.profile_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.profile_dir / stale).unlink()
+        env = dict(os.environ)
+        if not self.session.request.headless:
+            env["DISPLAY"] = await self._ensure_display()
+        args = chromium_args(self.session, self.profile_dir)
+        self.log.note(f"launching {self.binary} {' '.join(args)}")
+        self.process = await asyncio.create_subprocess_exec(
+            self.binary, *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True, env=env, preexec_fn=die_with_service,
+        )
+        devtools: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._spawn_task(self._pump_output(self.process, devtools))
+        self._spawn_task(self._watch(self.process))
+        try:
+            ws_url = await asyncio.wait_for(asyncio.shield(devtools), LAUNCH_TIMEOUT_SECONDS)
+        except TimeoutError:
+            raise browser_unavailable(
+                f"Chromium printed no DevTools URL within {LAUNCH_TIMEOUT_SECONDS:.0f}s"
+            ) from None
+        self.cdp = await CDPConnection.open(ws_url)
+        self.cdp.on("Target.detachedFromTarget", self._on_detached)
+        self.session.cdp_ws_url = ws_url
+        self.page = None
+        await self._fit_viewport(await self._page_target())
+        if self.session.request.start_url:
+            await self._open_start_url(self.session.request.start_url)
+
+    async def _ensure_display(self) -> str:
+        if self.xvfb is None or self.xvfb.process is None or self.xvfb.process.returncode is not None:
+            if not self.xvfb_binary:
+                raise browser_unavailable("headless: false needs Xvfb, which is not installed")
+            viewport = self.session.viewport
+            # Room for the window's tabs and toolbar around a viewport of exactly the requested size.
+            self.xvfb = Xvfb(self.xvfb_binary, viewport.width + XVFB_MARGIN, viewport.height + XVFB_MARGIN,
+                             self.session.supervisor_log("xvfb"))
+            display = await self.xvfb.start()
+            self.log.note(f"Xvfb running on display {display}")
+        return self.xvfb.display
+
+    async def _pump_output(self, process: asyncio.subprocess.Process, devtools: asyncio.Future[str]) -> None:
+        """Copy Chromium's output into its log; resolve `devtools` from the "DevTools listening on" line."""
+        assert process.stdout is not None
+        while True:
+            line = await process.stdout.readline()
+            if not line:
+                break
+            self.log.write(line)
+            if not devtools.done():
+                match = _DEVTOOLS_LINE.search(line)
+                if match:
+                    devtools.set_result(match.group(1).decode())
+        if not devtools.done():
+            code = await process.wait()
+            devtools.set_exception(browser_unavailable(f"Chromium {describe_exit(code)} during startup"))
+
+    async def _watch(self, process: asyncio.subprocess.Process) -> None:
+        code = await process.wait()
+        if self._closing or process is not self.process:
+            return
+        self.failure = f"Chromium {describe_exit(code)}"
+        self.log.note(f"{self.failure} (pid {process.pid}); the next request will start a new one")
+        log.warning("session %s: %s", self.session.session_id, self.failure)
+        if self.cdp is not None:
+            await self.cdp.close()
+
+    async def _reason_after_disconnect(self) -> str:
+        """After the socket dropped: wait briefly for the process to be reaped so the reason is exact."""
+        process = self.process
+        if process is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 2.0)
+            if process.returncode is not None:
+                return f"Chromium {describe_exit(process.returncode)}"
+        return self.failure or "Chromium closed its DevTools connection"
+
+    async def _page_target(self) -> PageTarget:
+        """The tab to screenshot: the first page target, attached once and reused."""
+        if self.page is not None:
+            return self.page
+        async with self._page_lock:
+            if self.page is not None:
+                return self.page
+            assert self.cdp is not None
+            targets = (await self.cdp.send("Target.getTargets")).get("targetInfos", [])
+            pages = [t for t in targets if t.get("type") == "page"]
+            if pages:
+                target_id = pages[0]["targetId"]
+            else:
+                target_id = (await self.cdp.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+            attached = await self.cdp.send("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            self.page = PageTarget(target_id=target_id, session_id=attached["sessionId"])
+            return self.page
+
+    async def _fit_viewport(self, page: PageTarget) -> None:
+        """Size the window so the page's viewport is exactly the session's viewport.
+
+        `--window-size` sizes the whole window, and the viewport is smaller by the (even headless)
+        browser UI, whose height varies by version; so measure the difference and resize once.
+        """
+        assert self.cdp is not None
+        want = self.session.viewport
+        inner_w, inner_h, outer_w, outer_h = await self._window_sizes(page)
+        if (inner_w, inner_h) == (want.width, want.height):
+            return
+        window = await self.cdp.send("Browser.getWindowForTarget", {"targetId": page.target_id})
+        if window.get("bounds", {}).get("windowState", "normal") != "normal":
+            await self.cdp.send("Browser.setWindowBounds",
+                                {"windowId": window["windowId"], "bounds": {"windowState": "normal"}})
+        bounds = {"width": want.width + outer_w - inner_w, "height": want.height + outer_h - inner_h}
+        await self.cdp.send("Browser.setWindowBounds", {"windowId": window["windowId"], "bounds": bounds})
+        inner_w, inner_h, _, _ = await self._window_sizes(page)
+        if (inner_w, inner_h) != (want.width, want.height):
+            self.log.note(f"viewport is {inner_w}x{inner_h} after resizing, emulating {want.width}x{want.height}")
+            await self.cdp.send("Emulation.setDeviceMetricsOverride", {
+                "width": want.width, "height": want.height, "deviceScaleFactor": 1, "mobile": False,
+            }, session_id=page.session_id)
+
+    async def _window_sizes(self, page: PageTarget) -> tuple[int, int, int, int]:
+        assert self.cdp is not None
+        result = await self.cdp.send("Runtime.evaluate", {
+            "expression": "[innerWidth, innerHeight, outerWidth, outerHeight]", "returnByValue": True,
+        }, session_id=page.session_id)
+        inner_w, inner_h, outer_w, outer_h = result["result"]["value"]
+        return int(inner_w), int(inner_h), int(outer_w), int(outer_h)
+
+    def _on_detached(self, params: dict[str, Any], _session: str | None) -> None:
+        if self.page is not None and params.get("sessionId") == self.page.session_id:
+            self.page = None
+
+    async def _open_start_url(self, url: str) -> None:
+        """Navigate to `start_url` and wait a bounded time for it to load, so a first screenshot shows it."""
+        assert self.cdp is not None and self.page is not None
+        cdp, page = self.cdp, self.page
+        loaded = asyncio.Event()
+        unsubscribe = cdp.on(
+            "Page.loadEventFired", lambda _p, sid: loaded.set() if sid == page.session_id else None
+        )
+        try:
+            await cdp.send("Page.enable", session_id=page.session_id)
+            result = await cdp.send(
+                "Page.navigate", {"url": url}, session_id=page.session_id, timeout=START_URL_LOAD_WAIT_SECONDS
+            )
+            if result.get("errorText"):
+                self.log.note(f"start_url {url!r} did not open: {result['errorText']}")
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(loaded.wait(), START_URL_LOAD_WAIT_SECONDS)
+        except TimeoutError:
+            self.log.note(f"start_url {url!r} is still loading; not waiting for it")
+        except CDPError as exc:
+            self.log.note(f"start_url {url!r} did not open: {exc}")
+        finally:
+            unsubscribe()
+            with contextlib.suppress(CDPError, CDPClosedError, TimeoutError):
+                await cdp.send("Page.disable", session_id=page.session_id, timeout=5)
+
+    async def _stop_processes(self) -> None:
+        if self.cdp is not None:
+            with contextlib.suppress(Exception):
+                await self.cdp.close()
+            self.cdp = None
+        self.page = None
+        if self.process is not None:
+            # Forget it first so its watcher knows this exit was asked for, not a crash.
+            process, self.process = self.process, None
+            await kill_group(process)
+        if self._closing and self.xvfb is not None:
+            await self.xvfb.stop()
+            self.xvfb = None
+
+    def _spawn_task(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def chromium_args(session: Session, profile_dir: Path) -> list[str]:
+    viewport = session.viewport
+    args = [
+        f"--user-data-dir={profile_dir}",
+        "--remote-debugging-port=0",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--disable-gpu",
+        "--disable-breakpad",
+        "--disable-crash-reporter",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        f"--window-size={viewport.width},{viewport.height}",
+        "--window-position=0,0",
+    ]
+    if session.request.headless:
+        args.append("--headless=new")
+    else:
+        args.append("--ozone-platform=x11")
+    if os.geteuid() == 0:
+        # --test-type drops the "unsupported command-line flag" bar, which would shrink the viewport.
+        args += ["--no-sandbox", "--test-type"]
+    if _small_dev_shm():
+        args.append("--disable-dev-shm-usage")
+    args.append("about:blank")
+    return args
+
+
+def _small_dev_shm() -> bool:
+    try:
+        return shutil.disk_usage("/dev/shm").free < 512 * 1024 * 1024
+    except OSError:
+        return True
+
+
+class BrowserManager:
+    """Finds the binaries once and gives each session its `ChromiumBrowser` (in `session.extras`)."""
+
+    EXTRA_KEY = "browser"
+
+    def __init__(self, chromium_path: str | None) -> None:
+        self.configured = chromium_path
+        self.binary = find_chromium(chromium_path)
+        self.xvfb_binary = shutil.which("Xvfb")
+        if self.binary:
+            log.info("chromium: %s", self.binary)
+        else:
+            log.warning("no Chromium found (%s): sessions will have no browser", chromium_path or "PATH")
+
+    def validate(self, session: Session) -> None:
+        """Refuse what cannot be honoured before anything starts: a headful session without Xvfb."""
+        if not session.request.headless and not self.xvfb_binary:
+            raise bad_request(
+                "headless: false runs Chromium under Xvfb, which is not installed "
+                "(e.g. `sudo apt-get install xvfb`); use headless: true",
+                field="headless",
+            )
+
+    async def on_create(self, session: Session) -> None:
+        self.validate(session)
+        browser = ChromiumBrowser(session, self.binary, self.xvfb_binary, self.configured)
+        session.extras[self.EXTRA_KEY] = browser
+        await browser.start()
+
+    async def on_delete(self, session: Session) -> None:
+        browser = session.extras.get(self.EXTRA_KEY)
+        if isinstance(browser, ChromiumBrowser):
+            await browser.close()
+
+    def browser(self, session: Session) -> ChromiumBrowser:
+        browser = session.extras.get(self.EXTRA_KEY)
+        if not isinstance(browser, ChromiumBrowser):
+            raise browser_unavailable("this session has no browser")
+        return browser
