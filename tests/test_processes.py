@@ -22,6 +22,16 @@ import pytest
 STREAM_TIMEOUT = 15.0
 
 
+@pytest.fixture(scope="module")
+async def sid(http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One browser session shared by this module's tests: each session starts a Chromium, which is
+    slow, and processes do not need a session of their own (the deletion test makes its own)."""
+    r = await http.post("/browsers", json={"timeout_seconds": 900})
+    assert r.status_code == 200, r.text
+    yield r.json()["session_id"]
+    await http.delete(f"/browsers/{r.json()['session_id']}")
+
+
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -104,67 +114,67 @@ def assert_bad_request(r: httpx.Response, field: str) -> None:
 # round trips -------------------------------------------------------------------------------------
 
 
-async def test_pty_round_trip_echo_and_program_output(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "cat", allocate_tty=True)
-    async with stream(http, session_id, proc["process_id"]) as out:
-        await write(http, session_id, proc["process_id"], b"hello tty\n")
+async def test_pty_round_trip_echo_and_program_output(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "cat", allocate_tty=True)
+    async with stream(http, sid, proc["process_id"]) as out:
+        await write(http, sid, proc["process_id"], b"hello tty\n")
         # once echoed by the terminal, once written back by cat; a terminal turns \n into \r\n
         await out.until_stdout(b"hello tty\r\n", count=2)
         assert out.stderr == b""
-        await write(http, session_id, proc["process_id"], b"\x04")  # Ctrl-D: end of input for cat
+        await write(http, sid, proc["process_id"], b"\x04")  # Ctrl-D: end of input for cat
         assert await out.until_exit() == 0
 
 
-async def test_pipe_round_trip_keeps_stdout_and_stderr_apart(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_pipe_round_trip_keeps_stdout_and_stderr_apart(http: httpx.AsyncClient, sid: str) -> None:
     script = 'while read line; do echo "out:$line"; echo "err:$line" >&2; done; exit 4'
-    proc = await spawn(http, session_id, "sh", "-c", script)
+    proc = await spawn(http, sid, "sh", "-c", script)
     pid = proc["process_id"]
-    async with stream(http, session_id, pid) as out:
-        await write(http, session_id, pid, b"one\n")
-        await write(http, session_id, pid, b"two\n")
+    async with stream(http, sid, pid) as out:
+        await write(http, sid, pid, b"one\n")
+        await write(http, sid, pid, b"two\n")
         await out.until(lambda o: b"out:two\n" in o.stdout and b"err:two\n" in o.stderr)
         assert out.stdout == b"out:one\nout:two\n" and out.stderr == b"err:one\nerr:two\n"
         for i in range(20):  # back-to-back writes arrive in order
-            await write(http, session_id, pid, b"%d\n" % i)
+            await write(http, sid, pid, b"%d\n" % i)
         await out.until_stdout(b"out:19\n")
         assert out.stdout == b"out:one\nout:two\n" + b"".join(b"out:%d\n" % i for i in range(20))
-        await http.post(f"/browsers/{session_id}/process/{pid}/kill", json={"signal": "TERM"})
+        await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": "TERM"})
         assert await out.until_exit() == 128 + signal.SIGTERM
 
 
 async def test_late_subscriber_gets_backlog_and_all_subscribers_get_every_chunk(
-    http: httpx.AsyncClient, session_id: str
+    http: httpx.AsyncClient, sid: str
 ) -> None:
-    proc = await spawn(http, session_id, "sh", "-c", 'echo early; read x; seq 1 30000; echo "late $x"')
+    proc = await spawn(http, sid, "sh", "-c", 'echo early; read x; seq 1 30000; echo "late $x"')
     pid = proc["process_id"]
-    async with stream(http, session_id, pid) as first:
+    async with stream(http, sid, pid) as first:
         await first.until_stdout(b"early\n")
-        async with stream(http, session_id, pid) as second:  # connects after "early" was written
+        async with stream(http, sid, pid) as second:  # connects after "early" was written
             await second.until_stdout(b"early\n")
-            await write(http, session_id, pid, b"bird\n")
+            await write(http, sid, pid, b"bird\n")
             assert await first.until_exit() == 0
             assert await second.until_exit() == 0
     expected = b"early\n" + b"".join(b"%d\n" % i for i in range(1, 30001)) + b"late bird\n"
     assert first.stdout == second.stdout == expected
     assert len(first.events) > 2  # really several chunks, each broadcast to both
     # after the exit the process is still there: its output and exit event, then the end
-    async with stream(http, session_id, pid) as after:
+    async with stream(http, sid, pid) as after:
         assert await after.until_exit() == 0
         assert after.stdout.endswith(b"29999\n30000\nlate bird\n")
-    status = (await http.get(f"/browsers/{session_id}/process/{pid}/status")).json()
+    status = (await http.get(f"/browsers/{sid}/process/{pid}/status")).json()
     assert status["state"] == "exited" and status["exit_code"] == 0
 
 
-async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, session_id: str) -> None:
+async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, sid: str) -> None:
     spawned = await asyncio.to_thread(
-        sdk.browsers.process.spawn, session_id, command="cat", allocate_tty=True, cols=90, rows=20
+        sdk.browsers.process.spawn, sid, command="cat", allocate_tty=True, cols=90, rows=20
     )
     pid = spawned.process_id
 
     def drive() -> tuple[bytes, int | None]:
         out, code = b"", None
-        events = sdk.browsers.process.stdout_stream(pid, id_or_name=session_id)
-        written = sdk.browsers.process.stdin(pid, id_or_name=session_id, data_b64=b64(b"via sdk\n"))
+        events = sdk.browsers.process.stdout_stream(pid, id_or_name=sid)
+        written = sdk.browsers.process.stdin(pid, id_or_name=sid, data_b64=b64(b"via sdk\n"))
         assert written.written_bytes == 8
         for event in events:
             if event.event == "exit":
@@ -173,24 +183,24 @@ async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, session_id: str) -> N
             assert event.stream == "stdout"
             out += base64.b64decode(event.data_b64)
             if out.count(b"via sdk\r\n") == 2:
-                status = sdk.browsers.process.status(pid, id_or_name=session_id)
+                status = sdk.browsers.process.status(pid, id_or_name=sid)
                 assert status.state == "running" and status.mem_bytes and status.mem_bytes > 0
-                assert sdk.browsers.process.resize(pid, id_or_name=session_id, cols=100, rows=30).ok
-                assert sdk.browsers.process.kill(pid, id_or_name=session_id, signal="HUP").ok
+                assert sdk.browsers.process.resize(pid, id_or_name=sid, cols=100, rows=30).ok
+                assert sdk.browsers.process.kill(pid, id_or_name=sid, signal="HUP").ok
         return out, code
 
     out, code = await asyncio.to_thread(drive)
     assert out.count(b"via sdk\r\n") == 2 and code == 128 + signal.SIGHUP
-    status = await asyncio.to_thread(sdk.browsers.process.status, pid, id_or_name=session_id)
+    status = await asyncio.to_thread(sdk.browsers.process.status, pid, id_or_name=sid)
     assert status.state == "exited" and status.exit_code == 128 + signal.SIGHUP
 
 
 # exec ----------------------------------------------------------------------------------------------
 
 
-async def test_exec_returns_exit_code_and_separate_outputs(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_exec_returns_exit_code_and_separate_outputs(http: httpx.AsyncClient, sid: str) -> None:
     r = await http.post(
-        f"/browsers/{session_id}/process/exec",
+        f"/browsers/{sid}/process/exec",
         json={"command": "sh", "args": ["-c", "echo to-out; echo to-err >&2; pwd; exit 3"]},
     )
     assert r.status_code == 200, r.text
@@ -201,10 +211,10 @@ async def test_exec_returns_exit_code_and_separate_outputs(http: httpx.AsyncClie
     assert out[0] == "to-out" and out[1].endswith("/work")  # default cwd: the session's working directory
 
 
-async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, session_id: str, tmp_path) -> None:
+async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, sid: str, tmp_path) -> None:
     result = await asyncio.to_thread(
         sdk.browsers.process.exec,
-        session_id,
+        sid,
         command="sh",
         args=["-c", 'printf "$GREETING\\377\\000"; pwd; cat'],  # stdin is at end of input: cat ends
         env={"GREETING": "hi"},
@@ -215,9 +225,9 @@ async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, session_id: str, tmp
     assert base64.b64decode(result.stderr_b64) == b""
 
 
-async def test_exec_timeout_ends_the_command(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_exec_timeout_ends_the_command(http: httpx.AsyncClient, sid: str) -> None:
     r = await http.post(
-        f"/browsers/{session_id}/process/exec", json={"command": "sleep", "args": ["30"], "timeout_sec": 1}
+        f"/browsers/{sid}/process/exec", json={"command": "sleep", "args": ["30"], "timeout_sec": 1}
     )
     assert r.status_code == 200
     assert r.json()["exit_code"] == 128 + signal.SIGTERM and r.json()["duration_ms"] < 10_000
@@ -227,69 +237,69 @@ async def test_exec_timeout_ends_the_command(http: httpx.AsyncClient, session_id
 
 
 @pytest.mark.parametrize("name", ["TERM", "KILL", "INT", "HUP"])
-async def test_kill_with_each_signal(http: httpx.AsyncClient, session_id: str, name: str) -> None:
-    proc = await spawn(http, session_id, "sleep", "100")
+async def test_kill_with_each_signal(http: httpx.AsyncClient, sid: str, name: str) -> None:
+    proc = await spawn(http, sid, "sleep", "100")
     pid = proc["process_id"]
-    async with stream(http, session_id, pid) as out:
-        r = await http.post(f"/browsers/{session_id}/process/{pid}/kill", json={"signal": name})
+    async with stream(http, sid, pid) as out:
+        r = await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": name})
         assert r.status_code == 200 and r.json() == {"ok": True}
         assert await out.until_exit() == 128 + signal.Signals[f"SIG{name}"]
     # signalling an exited process is harmless
-    again = await http.post(f"/browsers/{session_id}/process/{pid}/kill", json={"signal": name})
+    again = await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": name})
     assert again.status_code == 200
 
 
-async def test_kill_reaches_the_whole_process_group(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "sh", "-c", "sleep 100 & echo $!; wait")
-    async with stream(http, session_id, proc["process_id"]) as out:
+async def test_kill_reaches_the_whole_process_group(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "sh", "-c", "sleep 100 & echo $!; wait")
+    async with stream(http, sid, proc["process_id"]) as out:
         await out.until_stdout(b"\n")
         grandchild = int(out.stdout)
-        await http.post(f"/browsers/{session_id}/process/{proc['process_id']}/kill", json={"signal": "TERM"})
+        await http.post(f"/browsers/{sid}/process/{proc['process_id']}/kill", json={"signal": "TERM"})
         await out.until_exit()
     await wait_gone(grandchild)
 
 
-async def test_timeout_sec_kills_a_spawned_process(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "sleep", "100", timeout_sec=1)
-    async with stream(http, session_id, proc["process_id"]) as out:
+async def test_timeout_sec_kills_a_spawned_process(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "sleep", "100", timeout_sec=1)
+    async with stream(http, sid, proc["process_id"]) as out:
         assert await out.until_exit() == 128 + signal.SIGTERM
 
 
-async def test_status_running_with_real_rss_then_exited(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_status_running_with_real_rss_then_exited(http: httpx.AsyncClient, sid: str) -> None:
     program = "b = b'x' * (48 << 20); print('allocated', flush=True); input()"
-    proc = await spawn(http, session_id, sys.executable, "-c", program)
+    proc = await spawn(http, sid, sys.executable, "-c", program)
     pid = proc["process_id"]
-    async with stream(http, session_id, pid) as out:
+    async with stream(http, sid, pid) as out:
         await out.until_stdout(b"allocated\n")
-        status = (await http.get(f"/browsers/{session_id}/process/{pid}/status")).json()
+        status = (await http.get(f"/browsers/{sid}/process/{pid}/status")).json()
         assert status["state"] == "running" and "exit_code" not in status
         assert status["mem_bytes"] > 48 << 20  # real resident memory, not a placeholder
         assert isinstance(status["cpu_pct"], float) and status["cpu_pct"] >= 0
-        await write(http, session_id, pid, b"\n")
+        await write(http, sid, pid, b"\n")
         assert await out.until_exit() == 0
-    status = (await http.get(f"/browsers/{session_id}/process/{pid}/status")).json()
+    status = (await http.get(f"/browsers/{sid}/process/{pid}/status")).json()
     assert status == {"state": "exited", "exit_code": 0, "cpu_pct": 0.0}
 
 
 # terminals -----------------------------------------------------------------------------------------
 
 
-async def test_pty_size_term_and_resize_seen_by_the_program(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "sh", allocate_tty=True, rows=33, cols=101, env={"PS1": "$ "})
+async def test_pty_size_term_and_resize_seen_by_the_program(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "sh", allocate_tty=True, rows=33, cols=101, env={"PS1": "$ "})
     pid = proc["process_id"]
-    async with stream(http, session_id, pid) as out:
-        await write(http, session_id, pid, b'stty size; echo "term=$TERM"\n')
+    async with stream(http, sid, pid) as out:
+        await write(http, sid, pid, b'stty size; echo "term=$TERM"\n')
         await out.until_stdout(b"term=xterm-256color\r\n")
         assert b"33 101\r\n" in out.stdout
-        r = await http.post(f"/browsers/{session_id}/process/{pid}/resize", json={"rows": 40, "cols": 120})
+        r = await http.post(f"/browsers/{sid}/process/{pid}/resize", json={"rows": 40, "cols": 120})
         assert r.status_code == 200 and r.json() == {"ok": True}
-        await write(http, session_id, pid, b"stty size\n")
+        await write(http, sid, pid, b"stty size\n")
         await out.until_stdout(b"40 120\r\n")
-        await write(http, session_id, pid, b"exit 5\n")
+        await write(http, sid, pid, b"exit 5\n")
         assert await out.until_exit() == 5
 
 
-async def test_resize_delivers_sigwinch(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_resize_delivers_sigwinch(http: httpx.AsyncClient, sid: str) -> None:
     program = (
         "import os, signal, sys\n"
         "def winch(*_):\n"
@@ -300,20 +310,20 @@ async def test_resize_delivers_sigwinch(http: httpx.AsyncClient, session_id: str
         "print('ready', flush=True)\n"
         "while True: signal.pause()\n"
     )
-    proc = await spawn(http, session_id, sys.executable, "-c", program, allocate_tty=True)
-    async with stream(http, session_id, proc["process_id"]) as out:
+    proc = await spawn(http, sid, sys.executable, "-c", program, allocate_tty=True)
+    async with stream(http, sid, proc["process_id"]) as out:
         await out.until_stdout(b"ready")
         r = await http.post(
-            f"/browsers/{session_id}/process/{proc['process_id']}/resize", json={"rows": 50, "cols": 132}
+            f"/browsers/{sid}/process/{proc['process_id']}/resize", json={"rows": 50, "cols": 132}
         )
         assert r.status_code == 200
         await out.until_stdout(b"WINCH 50x132")
         assert await out.until_exit() == 0
 
 
-async def test_env_term_wins_over_the_default(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "sh", "-c", 'echo "term=$TERM"', allocate_tty=True, env={"TERM": "vt100"})
-    async with stream(http, session_id, proc["process_id"]) as out:
+async def test_env_term_wins_over_the_default(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "sh", "-c", 'echo "term=$TERM"', allocate_tty=True, env={"TERM": "vt100"})
+    async with stream(http, sid, proc["process_id"]) as out:
         assert await out.until_exit() == 0
     assert out.stdout == b"term=vt100\r\n"
 
@@ -321,9 +331,9 @@ async def test_env_term_wins_over_the_default(http: httpx.AsyncClient, session_i
 # bad input ------------------------------------------------------------------------------------------
 
 
-async def test_bad_input_is_400_naming_the_field(http: httpx.AsyncClient, session_id: str) -> None:
-    base = f"/browsers/{session_id}/process"
-    proc = await spawn(http, session_id, "cat")
+async def test_bad_input_is_400_naming_the_field(http: httpx.AsyncClient, sid: str) -> None:
+    base = f"/browsers/{sid}/process"
+    proc = await spawn(http, sid, "cat")
     pid = proc["process_id"]
     assert_bad_request(await http.post(f"{base}/{pid}/stdin", json={"data_b64": "not base64!"}), "data_b64")
     assert_bad_request(await http.post(f"{base}/{pid}/stdin", json={"data_b64": "aGk=", "extra": 1}), "extra")
@@ -342,14 +352,14 @@ async def test_bad_input_is_400_naming_the_field(http: httpx.AsyncClient, sessio
     r = await http.post(f"{base}/{pid}/resize", json={"rows": 10, "cols": 10})
     assert r.status_code == 400 and "allocate_tty" in r.json()["message"]
     # nothing running was hurt by any of that
-    async with stream(http, session_id, pid) as out:
-        await write(http, session_id, pid, b"still here\n")
+    async with stream(http, sid, pid) as out:
+        await write(http, sid, pid, b"still here\n")
         await out.until_stdout(b"still here\n")
 
 
-async def test_unknown_process_and_session_are_404(http: httpx.AsyncClient, session_id: str) -> None:
+async def test_unknown_process_and_session_are_404(http: httpx.AsyncClient, sid: str) -> None:
     unknown = "6f1c1f5e-0000-4000-8000-000000000000"
-    base = f"/browsers/{session_id}/process/{unknown}"
+    base = f"/browsers/{sid}/process/{unknown}"
     for r in [
         await http.post(f"{base}/stdin", json={"data_b64": "aGk="}),
         await http.get(f"{base}/status"),
@@ -365,11 +375,11 @@ async def test_unknown_process_and_session_are_404(http: httpx.AsyncClient, sess
     assert r.status_code == 404
 
 
-async def test_stdin_after_exit_is_a_clear_400(http: httpx.AsyncClient, session_id: str) -> None:
-    proc = await spawn(http, session_id, "true")
-    async with stream(http, session_id, proc["process_id"]) as out:
+async def test_stdin_after_exit_is_a_clear_400(http: httpx.AsyncClient, sid: str) -> None:
+    proc = await spawn(http, sid, "true")
+    async with stream(http, sid, proc["process_id"]) as out:
         await out.until_exit()
-    r = await http.post(f"/browsers/{session_id}/process/{proc['process_id']}/stdin", json={"data_b64": "aGk="})
+    r = await http.post(f"/browsers/{sid}/process/{proc['process_id']}/stdin", json={"data_b64": "aGk="})
     assert r.status_code == 400 and "exited" in r.json()["message"]
 
 
@@ -377,8 +387,8 @@ async def test_stdin_after_exit_is_a_clear_400(http: httpx.AsyncClient, session_
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="the service runs as root here, so it may switch users")
-async def test_as_root_and_other_users_are_403_when_not_root(http: httpx.AsyncClient, session_id: str) -> None:
-    base = f"/browsers/{session_id}/process"
+async def test_as_root_and_other_users_are_403_when_not_root(http: httpx.AsyncClient, sid: str) -> None:
+    base = f"/browsers/{sid}/process"
     r = await http.post(f"{base}/spawn", json={"command": "id", "as_root": True})
     assert r.status_code == 403 and r.json()["code"] == "forbidden" and "root" in r.json()["message"]
     r = await http.post(f"{base}/exec", json={"command": "id", "as_user": "root"})
@@ -386,8 +396,8 @@ async def test_as_root_and_other_users_are_403_when_not_root(http: httpx.AsyncCl
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs the service to run as root")
-async def test_as_user_is_honoured_when_root(http: httpx.AsyncClient, session_id: str) -> None:
-    base = f"/browsers/{session_id}/process"
+async def test_as_user_is_honoured_when_root(http: httpx.AsyncClient, sid: str) -> None:
+    base = f"/browsers/{sid}/process"
     r = await http.post(f"{base}/exec", json={"command": "sh", "args": ["-c", "id -un; id -u; echo $HOME"],
                                                "as_user": "nobody"})
     assert r.status_code == 200, r.text
@@ -447,14 +457,14 @@ def _zombie_children(pid: int) -> list[int]:
     return [c.pid for c in psutil.Process(pid).children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
 
 
-async def test_no_zombies_and_no_fd_leak_after_50_spawns(service, session_id: str) -> None:
+async def test_no_zombies_and_no_fd_leak_after_50_spawns(service, sid: str) -> None:
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers, limits=limits, timeout=30) as http:
-        await spawn(http, session_id, "true")  # warm up the one connection
+        await spawn(http, sid, "true")  # warm up the one connection
         before = _fd_count(service.pid)
         for i in range(50):
-            proc = await spawn(http, session_id, "sh", "-c", "echo $0; exit 3", f"run{i}", allocate_tty=i % 2 == 0)
-            async with stream(http, session_id, proc["process_id"]) as out:
+            proc = await spawn(http, sid, "sh", "-c", "echo $0; exit 3", f"run{i}", allocate_tty=i % 2 == 0)
+            async with stream(http, sid, proc["process_id"]) as out:
                 assert await out.until_exit() == 3
             assert out.stdout.strip() == f"run{i}".encode()
         after = _fd_count(service.pid)
