@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import signal
@@ -140,6 +141,16 @@ async def test_pipe_round_trip_keeps_stdout_and_stderr_apart(http: httpx.AsyncCl
         assert out.stdout == b"out:one\nout:two\n" + b"".join(b"out:%d\n" % i for i in range(20))
         await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": "TERM"})
         assert await out.until_exit() == 128 + signal.SIGTERM
+
+
+async def test_large_stdin_waits_for_the_program_and_arrives_whole(http: httpx.AsyncClient, sid: str) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB: far more than a pipe holds, so the service waits to write
+    proc = await spawn(http, sid, "sh", "-c", f"head -c {len(data)} | sha256sum")
+    await write(http, sid, proc["process_id"], data[: len(data) // 2])
+    await write(http, sid, proc["process_id"], data[len(data) // 2 :])
+    async with stream(http, sid, proc["process_id"]) as out:
+        assert await out.until_exit() == 0
+    assert out.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
 
 
 async def test_late_subscriber_gets_backlog_and_all_subscribers_get_every_chunk(
@@ -453,20 +464,39 @@ def _fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def _zombie_children(pid: int) -> list[int]:
-    return [c.pid for c in psutil.Process(pid).children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
-
-
 async def test_no_zombies_and_no_fd_leak_after_50_spawns(service, sid: str) -> None:
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers, limits=limits, timeout=30) as http:
         await spawn(http, sid, "true")  # warm up the one connection
         before = _fd_count(service.pid)
+        pids = []
         for i in range(50):
             proc = await spawn(http, sid, "sh", "-c", "echo $0; exit 3", f"run{i}", allocate_tty=i % 2 == 0)
+            pids.append(proc["pid"])
             async with stream(http, sid, proc["process_id"]) as out:
                 assert await out.until_exit() == 3
             assert out.stdout.strip() == f"run{i}".encode()
         after = _fd_count(service.pid)
     assert after <= before, f"{after - before} descriptors leaked in 50 spawns"
-    assert _zombie_children(service.pid) == []
+    # every child was reaped: not even a zombie is left of any of them
+    assert [pid for pid in pids if psutil.pid_exists(pid)] == []
+
+
+def test_stopping_the_service_ends_every_process(tmp_path) -> None:
+    from conftest import start_service, stop_service
+
+    # a service of its own, without Chromium: sessions then start at once
+    handle = start_service(tmp_path / "state", extra_env={"BBROWSE_CHROMIUM": str(tmp_path / "no-chromium")})
+    try:
+        with httpx.Client(base_url=handle.url, headers=handle.headers, timeout=60) as client:
+            sid = client.post("/browsers", json={}).json()["session_id"]
+            pids = []
+            for body in ({"command": "sleep", "args": ["100"]}, {"command": "sh", "allocate_tty": True}):
+                r = client.post(f"/browsers/{sid}/process/spawn", json=body)
+                assert r.status_code == 200, r.text
+                pids.append(r.json()["pid"])
+            assert all(_alive(pid) for pid in pids)
+    finally:
+        stop_service(handle)
+    assert handle.process.returncode is not None
+    assert not any(_alive(pid) for pid in pids)

@@ -51,6 +51,8 @@ OUTPUT_DRAIN_SECONDS = 0.25
 TIMEOUT_KILL_GRACE_SECONDS = 2.0
 #: Session deletion and shutdown: HUP/TERM, then KILL this long after.
 TERMINATE_GRACE_SECONDS = 1.0
+#: A stdin write that makes no progress for this long returns the count written so far.
+STDIN_STALL_SECONDS = 10.0
 #: How long an exited process stays queryable (status, backlog, exit event).
 RETAIN_SECONDS = 60.0
 #: `exec` keeps at most this much of each of stdout and stderr; the rest is read and discarded.
@@ -220,7 +222,12 @@ class ManagedProcess:
     # stdin ---------------------------------------------------------------------
 
     async def write_stdin(self, data: bytes) -> int:
-        """Write all of `data`, in order with other writes; waits while the terminal/pipe is full."""
+        """Write `data` in order with other writes: straight to the descriptor, waiting while it is full.
+
+        A program that stops reading its input cannot hold a request forever: after
+        `STDIN_STALL_SECONDS` without progress the bytes written so far are reported (`written_bytes`
+        less than sent), and the caller may send the rest again later.
+        """
         if not data:
             if self._stdin_fd is None:
                 raise StdinClosedError
@@ -231,23 +238,34 @@ class ManagedProcess:
             while written < len(data):
                 fd = self._stdin_fd
                 if fd is None:
+                    if written:
+                        return written
                     raise StdinClosedError
                 try:
                     written += os.write(fd, view[written:])
                 except BlockingIOError:
-                    await self._writable(fd)
+                    if not await self._writable(fd, STDIN_STALL_SECONDS):
+                        log.info("process %s is not reading its input; %d of %d bytes written", self.process_id,
+                                 written, len(data))
+                        return written
                 except OSError as exc:  # EPIPE: the program closed stdin; EIO: the terminal is gone
                     if exc.errno in (errno.EPIPE, errno.EIO, errno.EBADF):
+                        if written:
+                            return written
                         raise StdinClosedError from None
                     raise
             return written
 
-    async def _writable(self, fd: int) -> None:
+    async def _writable(self, fd: int, timeout: float) -> bool:
+        """Wait until `fd` takes more input (or the process finishes); False after `timeout`."""
         waiter = self._loop.create_future()
         self._write_waiter = waiter
         self._loop.add_writer(fd, _resolve, waiter)
         try:
-            await waiter
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await waiter
+            return waiter.done() and not waiter.cancelled()
         finally:
             self._write_waiter = None
             if self._stdin_fd == fd:
