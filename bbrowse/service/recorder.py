@@ -308,6 +308,8 @@ class ReplayManager:
 
     async def start(self, session: Session, request: ReplayStartRequest) -> ReplayRecord:
         browser = self.browsers.browser(session)
+        if browser.binary is None:
+            raise browser_unavailable(browser.missing_message())
         if self.ffmpeg is None:
             raise browser_unavailable(f"replays need ffmpeg, which is not installed: {FFMPEG_INSTALL_HINT}")
         running = self._active.get(session.session_id)

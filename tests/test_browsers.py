@@ -1,0 +1,245 @@
+"""Browser sessions over real HTTP with a real Chromium: screenshots, `cdp_ws_url`, crash recovery.
+
+One session showing a local two-colour page is shared by the read-only tests of this module; tests
+that kill or reconfigure a browser make their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+import websockets
+from conftest import ServiceHandle, start_service, stop_service
+from PIL import Image
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = [
+    pytest.mark.chromium,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
+]
+
+VIEWPORT = {"width": 800, "height": 600}
+RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 255, 0)
+TITLE = "bbrowse two-colour page"
+# Red page with a blue 400x300 block in the top-left corner.
+PAGE = f"""<!doctype html><title>{TITLE}</title>
+<body style="margin:0;background:rgb(255,0,0)">
+<div style="position:absolute;left:0;top:0;width:400px;height:300px;background:rgb(0,0,255)"></div>"""
+
+
+def rgb(image: Image.Image, x: int, y: int) -> tuple[int, int, int]:
+    return image.convert("RGB").getpixel((x, y))
+
+
+def png(response: httpx.Response) -> Image.Image:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/png"
+    return Image.open(io.BytesIO(response.content))
+
+
+def session_dir(service: ServiceHandle, sid: str) -> Path:
+    return service.state_dir / "service" / "sessions" / sid
+
+
+def browser_process(service: ServiceHandle, sid: str) -> psutil.Process:
+    """The session's main Chromium process: a child of the service started with the session's profile."""
+    profile = str(session_dir(service, sid) / "chromium-profile")
+    for child in psutil.Process(service.pid).children():
+        try:
+            if any(profile in arg for arg in child.cmdline()):
+                return child
+        except psutil.Error:
+            continue
+    raise AssertionError(f"no Chromium of session {sid} among the service's children")
+
+
+def session_processes(service: ServiceHandle, sid: str) -> list[psutil.Process]:
+    profile = str(session_dir(service, sid) / "chromium-profile")
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(profile in arg for arg in proc.info["cmdline"] or ()):
+            found.append(proc)
+    return found
+
+
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    page = tmp_path_factory.mktemp("pages") / "two-colour.html"
+    page.write_text(PAGE)
+    return page.as_uri()
+
+
+@pytest.fixture(scope="module")
+async def shown(http: httpx.AsyncClient, page_url: str) -> AsyncIterator[dict]:
+    """A session showing the two-colour page (shared: tests here only look at it)."""
+    r = await http.post("/browsers", json={"start_url": page_url, "viewport": VIEWPORT, "timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    yield r.json()
+    await http.delete(f"/browsers/{r.json()['session_id']}")
+
+
+async def test_screenshot_is_a_png_of_the_viewport_showing_the_page(http: httpx.AsyncClient, shown: dict) -> None:
+    image = png(await http.post(f"/browsers/{shown['session_id']}/computer/screenshot", json={}))
+    assert image.format == "PNG"
+    assert image.size == (VIEWPORT["width"], VIEWPORT["height"])
+    assert rgb(image, 10, 10) == BLUE and rgb(image, 399, 299) == BLUE
+    assert rgb(image, 400, 300) == RED and rgb(image, 799, 599) == RED
+
+
+async def test_screenshot_region_crops_exactly(http: httpx.AsyncClient, shown: dict) -> None:
+    region = {"x": 350, "y": 250, "width": 100, "height": 80}
+    image = png(await http.post(f"/browsers/{shown['session_id']}/computer/screenshot", json={"region": region}))
+    assert image.size == (100, 80)
+    # The blue block ends at (400, 300): 50 px in and 50 px down the crop.
+    assert rgb(image, 0, 0) == BLUE and rgb(image, 49, 49) == BLUE
+    assert rgb(image, 50, 0) == RED and rgb(image, 0, 50) == RED and rgb(image, 99, 79) == RED
+
+
+@pytest.mark.parametrize("region", [
+    {"x": 700, "y": 0, "width": 101, "height": 10},
+    {"x": 0, "y": 590, "width": 10, "height": 11},
+    {"x": 800, "y": 600, "width": 1, "height": 1},
+    {"x": -1, "y": 0, "width": 10, "height": 10},
+    {"x": 0, "y": 0, "width": 0, "height": 10},
+])
+async def test_screenshot_region_outside_the_viewport_is_400_naming_region(
+    http: httpx.AsyncClient, shown: dict, region: dict
+) -> None:
+    r = await http.post(f"/browsers/{shown['session_id']}/computer/screenshot", json={"region": region})
+    assert r.status_code == 400
+    body = r.json()
+    assert body["code"] == "bad_request"
+    assert any(d["message"].startswith("region") for d in body["details"]), body
+
+
+async def test_screenshot_of_unknown_session_is_404(http: httpx.AsyncClient) -> None:
+    r = await http.post("/browsers/no-such-session/computer/screenshot", json={})
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+
+
+async def test_cdp_ws_url_is_the_real_browser_endpoint(shown: dict) -> None:
+    url = shown["cdp_ws_url"]
+    assert url.startswith("ws://127.0.0.1:") and "/devtools/browser/" in url
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.send(json.dumps({"id": 1, "method": "Target.getTargets"}))
+        targets = json.loads(await asyncio.wait_for(ws.recv(), 10))["result"]["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        await ws.send(json.dumps({"id": 2, "method": "Target.attachToTarget",
+                                  "params": {"targetId": page["targetId"], "flatten": True}}))
+        session_id = None
+        while session_id is None:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if message.get("id") == 2:
+                session_id = message["result"]["sessionId"]
+        await ws.send(json.dumps({"id": 3, "sessionId": session_id, "method": "Runtime.evaluate",
+                                  "params": {"expression": "document.title", "returnByValue": True}}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if message.get("id") == 3:
+                break
+    assert message["result"]["result"]["value"] == TITLE
+
+
+async def test_official_sdk_captures_screenshots(sdk, shown: dict) -> None:
+    sid = shown["session_id"]
+    whole = Image.open(io.BytesIO(sdk.browsers.computer.capture_screenshot(sid).read()))
+    assert whole.size == (800, 600) and rgb(whole, 10, 10) == BLUE
+    part = sdk.browsers.computer.capture_screenshot(sid, region={"x": 400, "y": 0, "width": 40, "height": 30})
+    image = Image.open(io.BytesIO(part.read()))
+    assert image.size == (40, 30) and rgb(image, 0, 0) == RED
+
+
+async def test_killed_chromium_answers_503_then_recovers(
+    http: httpx.AsyncClient, service: ServiceHandle, page_url: str
+) -> None:
+    r = await http.post("/browsers", json={"start_url": page_url, "viewport": VIEWPORT})
+    sid, first_url = r.json()["session_id"], r.json()["cdp_ws_url"]
+    try:
+        victim = browser_process(service, sid)
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(10)
+
+        down = await http.post(f"/browsers/{sid}/computer/screenshot", json={})
+        assert down.status_code == 503
+        assert down.json()["code"] == "browser_unavailable"
+        assert "SIGKILL" in down.json()["message"]
+
+        # The request after it gets a new Chromium showing the start page again.
+        image = png(await http.post(f"/browsers/{sid}/computer/screenshot", json={}))
+        assert rgb(image, 10, 10) == BLUE
+        new_url = (await http.get(f"/browsers/{sid}")).json()["cdp_ws_url"]
+        assert new_url.startswith("ws://127.0.0.1:") and new_url != first_url
+        assert browser_process(service, sid).pid != victim.pid
+        log = (session_dir(service, sid) / "logs" / "chromium.log").read_text()
+        assert "killed by SIGKILL" in log and "starting a new Chromium" in log
+    finally:
+        await http.delete(f"/browsers/{sid}")
+
+
+async def test_delete_stops_every_chromium_process_and_removes_the_profile(
+    http: httpx.AsyncClient, service: ServiceHandle
+) -> None:
+    sid = (await http.post("/browsers", json={})).json()["session_id"]
+    processes = session_processes(service, sid)
+    assert len(processes) >= 2  # the browser and at least one helper (renderer, zygote, ...)
+    assert (await http.delete(f"/browsers/{sid}")).status_code == 204
+    _, alive = psutil.wait_procs(processes, timeout=10)
+    assert alive == []
+    assert not (session_dir(service, sid) / "chromium-profile").exists()
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a headful session")
+async def test_headful_session_runs_under_xvfb_at_the_viewport_size(http: httpx.AsyncClient) -> None:
+    green = 'data:text/html,<body style="background:rgb(0,255,0)">'
+    r = await http.post("/browsers", json={"headless": False, "start_url": green,
+                                           "viewport": {"width": 640, "height": 480}})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    try:
+        assert r.json()["headless"] is False and r.json()["cdp_ws_url"].startswith("ws://")
+        image = png(await http.post(f"/browsers/{sid}/computer/screenshot", json={}))
+        assert image.size == (640, 480)
+        assert rgb(image, 5, 5) == GREEN and rgb(image, 634, 474) == GREEN
+    finally:
+        await http.delete(f"/browsers/{sid}")
+
+
+async def test_without_chromium_sessions_work_and_browser_calls_say_how_to_install(
+    tmp_path: Path,
+) -> None:
+    empty_path = tmp_path / "bin"
+    empty_path.mkdir()
+    # No Chromium (explicit missing path) and no Xvfb either (empty PATH).
+    handle = start_service(tmp_path / "state", extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium",
+                                                         "PATH": str(empty_path)})
+    try:
+        async with httpx.AsyncClient(base_url=handle.url, headers=handle.headers, timeout=30) as client:
+            r = await client.post("/browsers", json={})
+            assert r.status_code == 200, r.text
+            sid = r.json()["session_id"]
+            assert r.json()["cdp_ws_url"] == ""
+
+            for method, path in (("POST", "computer/screenshot"), ("POST", "replays")):
+                refused = await client.request(method, f"/browsers/{sid}/{path}", json={})
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["code"] == "browser_unavailable"
+                assert "apt-get install chromium" in refused.json()["message"]
+            assert (await client.get(f"/browsers/{sid}/replays")).json() == []
+
+            headful = await client.post("/browsers", json={"headless": False})
+            assert headful.status_code == 400
+            assert headful.json()["details"][0]["message"].startswith("headless")
+            assert "Xvfb" in headful.json()["message"]
+            assert (await client.delete(f"/browsers/{sid}")).status_code == 204
+    finally:
+        stop_service(handle)
