@@ -1,0 +1,89 @@
+"""Turning a remote log line into something safe and faithful to draw: a rich `Text`, never markup.
+
+A line from the instance may carry SGR colour codes (drawn as colours), other escape sequences
+(cursor moves, titles, screen clears: dropped, a log viewer has no screen for them to act on) and
+raw control characters (drawn as their Unicode control pictures, e.g. `␍` for a carriage return, so
+nothing is hidden and nothing reaches the terminal as a control code). `[bold]` is just text: the
+constructors used here never parse markup. Plain lines (the vast majority) take a fast path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rich.cells import cell_len
+from rich.text import Text
+
+from bbrowse.tui.logbuffer import ANSI_ESCAPE
+
+TAB_SIZE = 8
+
+#: Anything that needs more than `Text(line)`: C0 controls (tab included), DEL, C1 controls.
+_NEEDS_WORK = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Control characters still present once SGR codes are taken out (tab is expanded later instead).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+#: Select Graphic Rendition: the escape sequences that are colours and text styles.
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+
+
+def _control_picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␀ .. ␟
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return "\ufffd"  # C1 controls have no pictures
+
+
+def visible(text: str) -> str:
+    """`text` with non-colour escape sequences dropped and control characters shown as pictures."""
+    if "\x1b" in text:
+        text = ANSI_ESCAPE.sub("", text)
+    return _CONTROL.sub(_control_picture, text)
+
+
+def to_text(line: str) -> Text:
+    """The styled text of one log line: SGR colours applied, everything else literal and inert."""
+    if not _NEEDS_WORK.search(line):
+        return Text(line)
+    if "\x1b" in line:
+        parts: list[str] = []
+        position = 0
+        for match in _SGR.finditer(line):
+            parts.append(visible(line[position : match.start()]))
+            parts.append(match.group())
+            position = match.end()
+        parts.append(visible(line[position:]))
+        text = Text.from_ansi("".join(parts), tab_size=TAB_SIZE)
+    else:
+        text = Text(visible(line))
+    if "\t" in text.plain:
+        text.expand_tabs(TAB_SIZE)
+    return text
+
+
+def cell_width(line: str) -> int:
+    """Columns `to_text(line)` takes, computed without building the `Text` for plain lines."""
+    if not _NEEDS_WORK.search(line):
+        return cell_len(line)
+    return to_text(line).cell_len
+
+
+def pretty_json(line: str) -> str | None:
+    """`line` re-indented when it is a JSON object, else None (arrays and scalars are left as they are).
+
+    The result has no control characters but the newlines between its lines (JSON escapes them in
+    strings; C1 controls and DEL, which it leaves, are shown as pictures).
+    """
+    candidate = line.strip()
+    if len(candidate) < 2 or candidate[0] != "{" or candidate[-1] != "}":
+        return None
+    try:
+        value = json.loads(candidate)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    return "\n".join(visible(part) for part in pretty.split("\n"))
