@@ -10,8 +10,9 @@ in blocks, as a busy logger does). Three runs:
 
 1. flat out, httpx-sse client (parses every event as JSON, as the app does): lines/s end to end,
 2. flat out, raw frame counter (the client's own cost mostly removed): what the service can push,
-3. paced at --paced-rate lines/s: whether the stream keeps up, with the append-to-receive lag
-   (p50/p99/max, sampled every 1000th line) — it must not grow over the run.
+3. paced at --paced-rate lines/s, with each client: whether the stream keeps up, with the
+   append-to-receive lag (p50/p99/max; sampled every 1000th line for httpx-sse, the newest line of
+   every received chunk for the raw counter) — it must not grow over the run.
 
 Baseline in the same run: the writer alone (lines/s appended to the file with nobody reading).
 """
@@ -133,6 +134,10 @@ async def follow_run(
                 frames = (tail + chunk).split(b"\n\n")
                 tail = frames.pop()
                 received += len(frames)
+                if frames:  # lag of the newest line in this chunk: cheap enough not to slow the counter
+                    newest = frames[-1]
+                    at = newest.index(b" t=") + 3
+                    lags.append((time.time() - float(newest[at : newest.index(b" ", at)])) * 1000)
                 if received >= total:
                     break
     else:
@@ -188,13 +193,17 @@ async def main() -> None:
                 print(f"follow -> httpx-sse client:     {rate:>10,.0f} lines/s over {args.lines:,} lines "
                       f"(service {cpu.share:.0%} of a core); lag {_lag_summary(lags)}")
                 with ServiceCpu(proc.pid) as cpu:
-                    rate, _ = await follow_run(client, url, log, args.lines, raw=True)
+                    rate, _lags = await follow_run(client, url, log, args.lines, raw=True)
                 print(f"follow -> raw frame counter:    {rate:>10,.0f} lines/s over {args.lines:,} lines "
                       f"(service {cpu.share:.0%} of a core)")
-                with ServiceCpu(proc.pid) as cpu:
-                    rate, lags = await follow_run(client, url, log, args.paced_lines, raw=False, rate=args.paced_rate)
-                print(f"paced at {args.paced_rate:,.0f} lines/s:        {rate:>10,.0f} lines/s received "
-                      f"(service {cpu.share:.0%} of a core); lag {_lag_summary(lags)}")
+                for raw in (False, True):
+                    with ServiceCpu(proc.pid) as cpu:
+                        rate, lags = await follow_run(
+                            client, url, log, args.paced_lines, raw=raw, rate=args.paced_rate
+                        )
+                    print(f"paced {args.paced_rate:,.0f}/s, {'raw counter' if raw else 'httpx-sse  '}: "
+                          f"{rate:>10,.0f} lines/s received (service {cpu.share:.0%} of a core); "
+                          f"lag {_lag_summary(lags)}")
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(10)
