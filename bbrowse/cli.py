@@ -2,18 +2,53 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from bbrowse import __version__
+from bbrowse.commands import COMMANDS
+from bbrowse.commands.output import EXIT_FAILURE, EXIT_USAGE, print_error
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class CommandGroup(click.Group):
+    """click's group, but a usage error is one line (`error: usage: ...`, exit 2) like every other failure."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            hint = f" See '{exc.ctx.command_path} --help'." if exc.ctx is not None else ""
+            print_error("usage", exc.format_message() + hint)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            print_error("usage", exc.format_message())
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            sys.exit(EXIT_FAILURE)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+@click.group(cls=CommandGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bbrowse")
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """bbrowse: drive browser sessions from your terminal.
 
     With no command, starts the local service in the foreground (the app lands here next).
+    The other commands talk to the service named by KERNEL_BASE_URL / KERNEL_API_KEY, or else to
+    the embedded local service, which they start in the background when it is not running
+    (`bbrowse serve --stop` stops it).
+
+    \b
+    Examples:
+      SID=$(bbrowse new)                  # a browser session
+      bbrowse shell $SID                  # a terminal in it
+      bbrowse screenshot $SID -o page.png
+      bbrowse rm $SID
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(serve_command)
@@ -28,17 +63,30 @@ def main(ctx: click.Context) -> None:
 @click.option("--ssl-certfile", default=None, help="Serve HTTPS with this certificate.")
 @click.option("--ssl-keyfile", default=None, help="Private key for --ssl-certfile.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the service log to stderr.")
-def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose) -> None:
+@click.option("--stop", is_flag=True, help="Stop the running local service (e.g. the one commands started) and exit.")
+def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, stop) -> None:
     """Serve the Browser Instance Control Service locally.
 
     \b
     Examples:
       bbrowse serve                      # 127.0.0.1:7780, new token printed once
       bbrowse serve --port 0             # any free port
+      bbrowse serve --stop               # stop the background service commands started
       KERNEL_BASE_URL=http://127.0.0.1:7780 KERNEL_API_KEY=<token> python my_kernel_script.py
     """
+    if stop:
+        from bbrowse.launcher import stop_running
+
+        pid = stop_running()
+        click.echo(f"stopped bbrowse serve (pid {pid})" if pid else "no bbrowse serve is running")
+        return
+
     from bbrowse.service.server import serve
 
     serve(host=host, port=port, token=token, chromium_path=chromium_path,
           ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, verbose=verbose,
           announce=lambda line: click.echo(line, err=line.startswith("warning")))
+
+
+for _command in COMMANDS:
+    main.add_command(_command)

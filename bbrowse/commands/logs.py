@@ -1,0 +1,61 @@
+"""`bbrowse logs`: print a session's log, a file or a supervised program, and follow it like `tail -f`.
+
+Each line is flushed as it arrives so `bbrowse logs ... | grep` sees it at once. Following runs until
+ctrl-c (exit 130) or until the session ends.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from bbrowse.client import BrowserClient
+from bbrowse.commands.output import print_json, write_all
+from bbrowse.commands.runner import run
+from bbrowse.wire import LogSource
+
+
+@click.command("logs")
+@click.argument("session", metavar="ID")
+@click.option("-p", "--path", default=None, help="Absolute path of a log file on the session's machine.")
+@click.option("-s", "--supervisor", default=None,
+              help="Name of a supervised program (bbrowse serve: bbrowse, chromium, recorder).")
+@click.option("--no-follow", is_flag=True, help="Print the existing lines and stop instead of following.")
+@click.option("-n", "--tail", type=click.IntRange(min=0), default=None,
+              help="Start with the last N existing lines (a bbrowse serve extension).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON log event per line: {event, message, timestamp}.")
+def logs_command(session: str, path: str | None, supervisor: str | None, no_follow: bool, tail: int | None,
+                 as_json: bool) -> None:
+    """Print or follow a log of the session: a file (--path) or a supervised program (--supervisor).
+
+    Following starts at the end of the log: only new lines are printed (add --tail N for context).
+
+    \b
+    Examples:
+      bbrowse logs ID --supervisor chromium              # follow Chromium's log
+      bbrowse logs ID --path /var/log/app.log -n 20      # last 20 lines, then follow
+      bbrowse logs ID --supervisor bbrowse --no-follow   # the whole service log, then exit
+      bbrowse logs ID --path /tmp/x.log --json | jq -r .timestamp
+    """
+    if (path is None) == (supervisor is None):
+        raise click.UsageError("give exactly one of --path or --supervisor")
+
+    async def work(client: BrowserClient) -> None:
+        events = client.logs.stream(
+            session,
+            source=LogSource.PATH if path is not None else LogSource.SUPERVISOR,
+            path=path,
+            supervisor_process=supervisor,
+            follow=not no_follow,
+            tail=tail,
+        )
+        out = sys.stdout.fileno()
+        async with events:
+            async for event in events:
+                if as_json:
+                    print_json(event, compact=True)
+                else:
+                    write_all(out, event.message.encode("utf-8", "surrogateescape") + b"\n")
+
+    run(work)

@@ -1,0 +1,422 @@
+"""`bbrowse shell`: a program in a session, in your own terminal, like `ssh` or `kubectl exec -it`.
+
+Terminal mode (stdin is a terminal)
+    The program is spawned with a PTY (`allocate_tty`) at the local window size. The local terminal
+    is put in raw mode, so every key, ctrl-c included, is a byte for the remote program; it is put
+    back on every way out: normal return, exceptions (try/finally), SIGTERM/SIGHUP/SIGINT/SIGQUIT
+    (handlers that end the session and then restore), and `atexit` as the last resort. Input bytes
+    go to `processes.stdin` in order, one request at a time, with whatever piled up meanwhile sent
+    together; output from `stdout/stream` is written to fd 1 unbuffered; SIGWINCH sends the new size
+    with `processes.resize`. As in ssh, `~.` typed at the start or right after Enter disconnects:
+    the remote program gets SIGHUP and bbrowse exits 255 (`~~` sends one `~`). Otherwise bbrowse
+    exits with the remote exit status.
+
+Pipe mode (stdin is not a terminal: `echo ls | bbrowse shell ID`)
+    No PTY, so stdout and stderr stay apart and bytes pass untouched. The hard part is end of
+    input: the contract has no "close stdin" call, and a program like `sh` reading a pipe only
+    finishes when it sees EOF. Alternatives considered and rejected: a PTY with ctrl-D (echoes the
+    input, merges stderr, mangles binary data and long lines); embedding stdin in the command line
+    or a here-document (not streaming, size-limited, quoting hazards); `exec` (no stdin at all).
+    Chosen: the program runs behind a small POSIX `sh` wrapper (`PIPE_WRAPPER`) that reads
+    length-prefixed chunks (`<n>\\n` then n bytes, copied with `head -c n`) from the process's stdin
+    and writes them into a pipe to the program; a `0\\n` chunk ends the loop, which closes the pipe,
+    so the program sees a real EOF. Input is streamed as it is read, binary-safe, with bounded
+    memory; the wrapper's exit status is the program's. The feeder runs in the background, so
+    the session ends when the program exits even if local input is still open (as ssh does). It
+    needs `sh` and a `head -c` that does not read ahead (GNU coreutils; BSD), which every Kernel
+    and bbrowse serve machine has. Ctrl-c (SIGINT) is forwarded to the remote program as INT.
+
+Output in terminal mode comes from `stdout/stream`, which bbrowse serve fills for PTY processes too;
+Kernel's cloud sends PTY output only over the `attach` WebSocket (see service-contract.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import sys
+import termios
+import threading
+import tty
+from collections.abc import Awaitable, Callable, Sequence
+
+import click
+
+from bbrowse.client import BrowserClient, ClientError, ConnectionLost, ServiceError
+from bbrowse.commands.output import write_all
+from bbrowse.commands.runner import run
+from bbrowse.wire import ProcessExitEvent
+
+#: What runs when no command is given: bash where there is one, else sh.
+DEFAULT_COMMAND = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
+#: Exit status after `~.`, as ssh uses for a connection it closed.
+EXIT_DISCONNECTED = 255
+#: One stdin request carries at most this many bytes (they travel base64 in JSON).
+MAX_STDIN_BYTES = 256 * 1024
+#: Chunks read from a local pipe but not yet sent; the reader waits when this many are queued.
+PIPE_QUEUE_CHUNKS = 16
+#: How long the HUP sent after `~.` or a local signal may take before bbrowse leaves anyway.
+HANGUP_TIMEOUT_SECONDS = 5.0
+
+#: Pipe-mode wrapper, run as `sh -c PIPE_WRAPPER bbrowse-shell CMD...`: see the module docstring.
+PIPE_WRAPPER = (
+    "exec 3<&0; "
+    '{ while IFS= read -r n <&3 && [ "$n" -gt 0 ] 2>/dev/null; do head -c "$n" <&3 || exit; done 2>/dev/null & } '
+    '| "$@" 3<&-'
+)
+
+_SIGNALS_ENDING_SESSION = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+
+
+class EscapeFilter:
+    """ssh's escape sequences: `~.` at the start of a line disconnects, `~~` sends one `~`.
+
+    A `~` at the start of a line is held back until the next byte shows whether it starts an escape.
+    """
+
+    def __init__(self) -> None:
+        self.at_line_start = True
+        self.holding_tilde = False
+
+    def feed(self, data: bytes) -> tuple[bytes, bool]:
+        """(bytes to send, True when `~.` was typed: stop there)."""
+        out = bytearray()
+        for byte in data:
+            if self.holding_tilde:
+                self.holding_tilde = False
+                if byte == 0x2E:  # '.'
+                    return bytes(out), True
+                out.append(0x7E)  # '~' not starting an escape: send it
+                if byte == 0x7E:  # '~~' is one literal '~'
+                    self.at_line_start = False
+                    continue
+            elif self.at_line_start and byte == 0x7E:
+                self.holding_tilde = True
+                continue
+            out.append(byte)
+            self.at_line_start = byte in (0x0D, 0x0A)
+        return bytes(out), False
+
+
+class InputPump:
+    """Sends local input to the remote program in order: one request at a time, and whatever was queued
+    meanwhile goes in the next one, so fast typing and pastes need few requests. `None` ends the input."""
+
+    def __init__(self, send: Callable[[bytes], Awaitable[None]], maxsize: int = 0) -> None:
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize)
+        self._send = send
+
+    async def run(self) -> None:
+        ended = False
+        while not ended:
+            item = await self.queue.get()
+            if item is None:
+                return
+            batch = bytearray(item)
+            while not self.queue.empty() and len(batch) < MAX_STDIN_BYTES:
+                more = self.queue.get_nowait()
+                if more is None:
+                    ended = True
+                    break
+                batch += more
+            for start in range(0, len(batch), MAX_STDIN_BYTES):
+                await self._send(bytes(batch[start:start + MAX_STDIN_BYTES]))
+
+
+class RawTerminal:
+    """The local terminal in raw mode, and the guarantee that its old mode comes back."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._saved: list | None = None
+
+    def __enter__(self) -> RawTerminal:
+        self._saved = termios.tcgetattr(self.fd)
+        atexit.register(self.restore)
+        tty.setraw(self.fd, termios.TCSADRAIN)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        saved, self._saved = self._saved, None
+        if saved is not None:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
+            atexit.unregister(self.restore)
+
+
+def window_size(fd: int) -> tuple[int, int]:
+    """(rows, cols) of the terminal on `fd`; 24x80 when it has none."""
+    try:
+        size = os.get_terminal_size(fd)
+    except OSError:
+        return 24, 80
+    return max(size.lines, 1), max(size.columns, 1)
+
+
+def _input_gone(exc: ServiceError) -> bool:
+    """The remote program exited or closed its stdin (or was forgotten): input is simply dropped."""
+    return exc.status in (400, 404, 410)
+
+
+class _Session:
+    """What terminal and pipe mode share: the remote process, its output, and how the session ends."""
+
+    def __init__(self, client: BrowserClient, session: str) -> None:
+        self.client = client
+        self.session = session
+        self.process_id = ""
+        self.loop = asyncio.get_running_loop()
+        #: Resolved with (exit status, hang up the remote program first?) or an exception.
+        self.finished: asyncio.Future[tuple[int, bool]] = self.loop.create_future()
+        self.tasks: list[asyncio.Task] = []
+
+    def end(self, status: int, *, hangup: bool = False) -> None:
+        if not self.finished.done():
+            self.finished.set_result((status, hangup))
+
+    def on_signal(self, sig: int) -> None:
+        """A local signal ends the session like a shell reports it (128 + N), hanging up the remote program."""
+        self.end(128 + sig, hangup=True)
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.finished.done():
+            self.finished.set_exception(exc)
+
+    def start(self, coro: Awaitable, *, ends_session: bool = False) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.append(task)
+        task.add_done_callback(lambda t: self._task_done(t, ends_session))
+
+    def _task_done(self, task: asyncio.Task, ends_session: bool) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.fail(exc)
+        elif ends_session:
+            self.end(task.result())
+
+    async def copy_output(self, events, split_streams: bool) -> int:
+        """Write output as it comes; the exit status once the exit event arrives."""
+        out, err = sys.stdout.fileno(), sys.stderr.fileno()
+        async for event in events:
+            if isinstance(event, ProcessExitEvent):
+                return event.exit_code
+            write_all(err if split_streams and event.stream == "stderr" else out, event.data())
+        raise ConnectionLost(f"output of process {self.process_id} ended without its exit status")
+
+    async def send_stdin(self, data: bytes) -> None:
+        try:
+            await self.client.processes.stdin(self.session, self.process_id, data)
+        except ServiceError as exc:
+            if not _input_gone(exc):
+                raise
+            raise _InputClosedError from None
+
+    async def hang_up(self) -> None:
+        with contextlib.suppress(ClientError, TimeoutError):
+            await asyncio.wait_for(self.client.processes.kill(self.session, self.process_id, "HUP"),
+                                   HANGUP_TIMEOUT_SECONDS)
+
+    async def stop_tasks(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+class _InputClosedError(Exception):
+    """The remote side no longer takes input; the output stream says how it ended."""
+
+
+async def _pump_until_closed(pump: InputPump, after: Callable[[], Awaitable[None]] | None = None) -> None:
+    try:
+        await pump.run()
+        if after is not None:
+            await after()
+    except _InputClosedError:
+        pass
+
+
+class TerminalSession(_Session):
+    """Terminal mode: raw local terminal, PTY on the remote side."""
+
+    def __init__(self, client: BrowserClient, session: str, fd: int = 0) -> None:
+        super().__init__(client, session)
+        self.fd = fd
+        self.escape = EscapeFilter()
+        self.pump = InputPump(self.send_stdin)
+        self.size = window_size(fd)
+        self._resized = asyncio.Event()
+        self.disconnected = False
+
+    async def run(self, argv: Sequence[str]) -> int:
+        rows, cols = self.size
+        proc = await self.client.processes.spawn(self.session, argv[0], list(argv[1:]), allocate_tty=True,
+                                                 rows=rows, cols=cols)
+        self.process_id = proc.process_id
+        events = self.client.processes.stdout_stream(self.session, proc.process_id)
+        try:
+            async with events:
+                status, hangup = await self._interact(events)
+        except BaseException:
+            await self.hang_up()
+            raise
+        if hangup:
+            await self.hang_up()
+        if self.disconnected:
+            sys.stderr.write(f"Connection to session {self.session} closed.\n")
+        return status
+
+    async def _interact(self, events) -> tuple[int, bool]:
+        self.start(self.copy_output(events, split_streams=False), ends_session=True)
+        self.start(_pump_until_closed(self.pump))
+        self.start(self._send_resizes())
+        installed: list[int] = []
+        try:
+            with RawTerminal(self.fd):
+                for sig in _SIGNALS_ENDING_SESSION:
+                    self.loop.add_signal_handler(sig, self.on_signal, sig)
+                    installed.append(sig)
+                self.loop.add_signal_handler(signal.SIGWINCH, self._resized.set)
+                installed.append(signal.SIGWINCH)
+                self._resized.set()  # the size may have changed since spawn
+                self.loop.add_reader(self.fd, self._on_input)
+                try:
+                    return await self.finished
+                finally:
+                    self.loop.remove_reader(self.fd)
+        finally:
+            for sig in installed:
+                self.loop.remove_signal_handler(sig)
+            await self.stop_tasks()
+
+    def _on_input(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the local terminal went away
+            self.loop.remove_reader(self.fd)
+            self.on_signal(signal.SIGHUP)
+            return
+        data, disconnect = self.escape.feed(data)
+        if data:
+            self.pump.queue.put_nowait(data)
+        if disconnect and not self.finished.done():
+            self.disconnected = True
+            self.end(EXIT_DISCONNECTED, hangup=True)
+
+    async def _send_resizes(self) -> None:
+        while True:
+            await self._resized.wait()
+            self._resized.clear()
+            size = window_size(self.fd)
+            if size == self.size:
+                continue
+            self.size = size
+            with contextlib.suppress(ServiceError):  # the program exited meanwhile: nothing to resize
+                await self.client.processes.resize(self.session, self.process_id, *size)
+
+
+class PipeSession(_Session):
+    """Pipe mode: local stdin streamed through `PIPE_WRAPPER`; stdout and stderr kept apart."""
+
+    def __init__(self, client: BrowserClient, session: str, fd: int = 0) -> None:
+        super().__init__(client, session)
+        self.fd = fd
+        self.pump = InputPump(self._send_chunk, maxsize=PIPE_QUEUE_CHUNKS)
+
+    async def run(self, argv: Sequence[str]) -> int:
+        proc = await self.client.processes.spawn(self.session, "sh", ["-c", PIPE_WRAPPER, "bbrowse-shell", *argv])
+        self.process_id = proc.process_id
+        events = self.client.processes.stdout_stream(self.session, proc.process_id)
+        installed: list[int] = []
+        try:
+            async with events:
+                self.start(self.copy_output(events, split_streams=True), ends_session=True)
+                self.start(_pump_until_closed(self.pump, after=lambda: self.send_stdin(b"0\n")))
+                self._start_reader()
+                self.loop.add_signal_handler(signal.SIGINT, self._forward_interrupt)
+                installed.append(signal.SIGINT)
+                for sig in (signal.SIGTERM, signal.SIGHUP):
+                    self.loop.add_signal_handler(sig, self.on_signal, sig)
+                    installed.append(sig)
+                try:
+                    status, hangup = await self.finished
+                finally:
+                    for sig in installed:
+                        self.loop.remove_signal_handler(sig)
+                    await self.stop_tasks()
+        except BaseException:
+            await self.hang_up()
+            raise
+        if hangup:
+            await self.hang_up()
+        return status
+
+    async def _send_chunk(self, data: bytes) -> None:
+        await self.send_stdin(b"%d\n" % len(data) + data)
+
+    def _forward_interrupt(self) -> None:
+        self.start(self._kill("INT"))
+
+    async def _kill(self, sig: str) -> None:
+        with contextlib.suppress(ServiceError):
+            await self.client.processes.kill(self.session, self.process_id, sig)
+
+    def _start_reader(self) -> None:
+        """Read local stdin on a thread: it may be a regular file, which the event loop cannot watch."""
+        loop, queue, fd = self.loop, self.pump.queue, self.fd
+
+        def read() -> None:
+            try:
+                while True:
+                    try:
+                        data = os.read(fd, 65536)
+                    except OSError:
+                        data = b""
+                    asyncio.run_coroutine_threadsafe(queue.put(data or None), loop).result()
+                    if not data:
+                        return
+            except Exception:  # the loop has closed: the session is over and nobody waits for input
+                return
+
+        threading.Thread(target=read, name="bbrowse-shell-stdin", daemon=True).start()
+
+
+async def shell(client: BrowserClient, session: str, argv: Sequence[str]) -> int:
+    if os.isatty(sys.stdin.fileno()):
+        return await TerminalSession(client, session, sys.stdin.fileno()).run(argv)
+    return await PipeSession(client, session, sys.stdin.fileno()).run(argv)
+
+
+@click.command("shell", context_settings={"ignore_unknown_options": True})
+@click.argument("session", metavar="ID")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARG]...]")
+def shell_command(session: str, command: tuple[str, ...]) -> None:
+    """An interactive terminal in the session (bash, else sh, unless CMD is given), like ssh.
+
+    Keys go to the remote program (ctrl-c too); type `~.` at the start of a line to disconnect
+    (exit 255). The exit status is the remote program's. With stdin not a terminal, input is piped
+    to the program and its stdout and stderr are kept apart.
+
+    \b
+    Examples:
+      bbrowse shell ID                       # bash or sh
+      bbrowse shell ID -- htop
+      bbrowse shell ID -- python3 -q
+      echo 'ls -la /tmp' | bbrowse shell ID
+      tar cz src | bbrowse shell ID -- tar xz -C /tmp
+    """
+    argv = list(command) or list(DEFAULT_COMMAND)
+    run(lambda client: shell(client, session, argv))

@@ -1,0 +1,146 @@
+"""`bbrowse shell` in a real PTY (raw mode, window size, ctrl-c, `~.`, exit status) and through pipes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import time
+
+from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+
+PROMPT = rb"[$#] $"
+#: Output of `stty size` on its own line: "ROWS COLS".
+SIZE_LINE = rb"[\r\n](\d+) (\d+)\r\n"
+
+
+def line(pattern: bytes) -> bytes:
+    """A whole output line (bash may put a bracketed-paste escape and a bare CR before it)."""
+    return rb"[\r\n]" + pattern + rb"\r\n"
+
+
+def shell_in_pty(service, session_id: str, *, after: str = "", rows: int = 24, cols: int = 80) -> PtyProcess:
+    """`bbrowse shell SID` run by `sh` on a PTY, then `echo rc=$?` and `after` on the same terminal."""
+    bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
+    script = f'{bbrowse} shell {shlex.quote(session_id)}; echo "rc=$?"; {after}'
+    return PtyProcess(["sh", "-c", script], cli_env(service), rows=rows, cols=cols)
+
+
+def stty_size(term: PtyProcess) -> tuple[int, int]:
+    term.send(b"stty size\r")
+    match = term.expect(SIZE_LINE)
+    term.expect(PROMPT)
+    return int(match.group(1)), int(match.group(2))
+
+
+def test_interactive_shell_size_resize_ctrl_c_exit_code_and_terminal_restored(service, session_id):
+    term = shell_in_pty(service, session_id, after="stty -a", rows=30, cols=100)
+    try:
+        term.expect(PROMPT)
+
+        assert stty_size(term) == (30, 100)
+
+        term.resize(40, 120)
+        for _ in range(30):  # the new size travels: SIGWINCH -> bbrowse -> resize -> remote PTY
+            if stty_size(term) == (40, 120):
+                break
+        else:
+            raise AssertionError("the remote terminal never got the new window size")
+
+        started = time.monotonic()
+        term.send(b"echo sleeping-now; sleep 100\r")
+        term.expect(line(rb"sleeping-now"))
+        term.send(b"\x03")
+        term.expect(PROMPT, timeout=30)
+        assert time.monotonic() - started < 60
+        term.send(b'echo "status:$?"\r')
+        term.expect(line(rb"status:130"))
+
+        term.send(b"exit 3\r")
+        term.expect(rb"rc=3\r\n")
+        assert term.wait() == 0
+        settings = term.output[term.position:].decode(errors="replace").split()  # `stty -a` after bbrowse
+        assert "speed" in settings, settings
+        assert "icanon" in settings and "-icanon" not in settings, settings
+        assert "echo" in settings and "-echo" not in settings, settings
+    finally:
+        term.close()
+
+
+def test_tilde_dot_after_newline_disconnects_with_255(service, session_id):
+    term = shell_in_pty(service, session_id)
+    try:
+        term.expect(PROMPT)
+        term.send(b"echo before-escape\r")
+        term.expect(line(rb"before-escape"))
+        term.expect(PROMPT)
+        term.send(b"~.")
+        term.expect(rb"Connection to session .* closed\.")
+        term.expect(rb"rc=255\r\n")
+        assert term.wait() == 0
+    finally:
+        term.close()
+
+
+def test_tilde_inside_a_line_is_sent_as_typed(service, session_id):
+    term = shell_in_pty(service, session_id)
+    try:
+        term.expect(PROMPT)
+        term.send(b"echo a~.b ~~x\r")
+        term.expect(line(rb"a~\.b ~~x"))
+        term.expect(PROMPT)
+        term.send(b"~~X")  # `~~` at the start of a line sends one `~`: the remote line editor echoes "~X"
+        term.expect(rb"(?<!~)~X")
+        term.send(b"\x03")
+        term.expect(PROMPT)
+        term.send(b"exit\r")
+        term.expect(rb"rc=\d+\r\n")
+    finally:
+        term.close()
+
+
+def test_piped_stdin_runs_the_default_shell(service, session_id):
+    created = bb(service, "exec", session_id, "--", "sh", "-c", "echo hi > piped-marker.txt")
+    assert created.returncode == 0, created.stderr
+    result = bb(service, "shell", session_id, input=b"ls\n")
+    assert result.returncode == 0, result.stderr
+    assert b"piped-marker.txt" in result.stdout.splitlines()
+
+
+def test_pipe_mode_exit_status_and_separate_streams(service, session_id):
+    result = bb(service, "shell", session_id, input=b"echo to-out; echo to-err >&2; exit 7\n")
+    assert result.returncode == 7
+    assert result.stdout == b"to-out\n"
+    assert result.stderr == b"to-err\n"
+
+
+def test_pipe_mode_is_binary_safe_and_ends_input(service, session_id):
+    data = os.urandom(600_000) + b"\x00\x03\x04\n0\n~.\n"
+    result = bb(service, "shell", session_id, "--", "sha256sum", input=data)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
+
+
+def test_pipe_mode_ends_when_the_program_exits_even_if_input_stays_open(service, session_id):
+    proc = subprocess.Popen([*BBROWSE, "shell", session_id, "--", "sh", "-c", "echo done; exit 4"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=cli_env(service))
+    try:
+        assert proc.wait(60) == 4  # stdin is still open: nothing was written to it, nor closed
+        assert proc.stdout.read() == b"done\n"
+    finally:
+        proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def test_shell_unknown_session_is_one_line_not_found(service):
+    assert_one_line_error(bb(service, "shell", "no-such-session", input=b"ls\n"), "not_found", 404)
+
+
+def test_shell_unknown_command_exits_127_in_pipe_mode(service, session_id):
+    result = bb(service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
+    assert result.returncode == 127
+    assert b"not found" in result.stderr
