@@ -187,6 +187,18 @@ async def test_spawn_stdin_stdout_round_trip_without_tty(client: BrowserClient, 
     assert exit_code == 7
 
 
+async def test_stdin_writer_keeps_typing_order(client: BrowserClient, sid: str) -> None:
+    typed = bytes(range(32, 127)) * 3
+    proc = await client.processes.spawn(sid, "head", ["-c", str(len(typed))])
+    writer = client.processes.stdin_writer(sid, proc.process_id)
+    for byte in typed:
+        writer.write(bytes([byte]))  # fire-and-forget, as a terminal pane types
+    await asyncio.wait_for(writer.drain(), WAIT)
+    await writer.aclose()
+    stdout, _, exit_code = await asyncio.wait_for(client.processes.output(sid, proc.process_id), WAIT)
+    assert stdout == typed and exit_code == 0
+
+
 async def test_stdout_stream_events_are_wire_models(client: BrowserClient, sid: str) -> None:
     proc = await client.processes.spawn(sid, "sh", ["-c", "echo to-out; echo to-err >&2"])
     async with asyncio.timeout(WAIT), client.processes.stdout_stream(sid, proc.process_id) as stream:

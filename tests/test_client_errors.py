@@ -33,7 +33,7 @@ from bbrowse.client import (
     Unauthorized,
 )
 from bbrowse.client.errors import error_from_response
-from bbrowse.wire import ProcessExitEvent, ProcessOutputEvent
+from bbrowse.wire import ProcessExitEvent, ProcessOutputEvent, decode_b64
 
 PID = "00000000-0000-4000-8000-000000000001"
 FAST_RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05, total_seconds=5)
@@ -357,6 +357,44 @@ async def test_replay_download_waits_while_the_service_answers_202() -> None:
         async with asyncio.timeout(WAIT):
             video = b"".join([c async for c in client_for(fault).replays.download("s", PID)])
     assert video == b"\x00\x00\x00\x18ftypmp42video" and len(fault.requests) == 2
+
+
+# --- stdin writer --------------------------------------------------------------------------------
+
+
+async def test_stdin_writer_sends_in_order_and_coalesces_while_a_write_is_in_flight() -> None:
+    first_seen, release = asyncio.Event(), asyncio.Event()
+
+    async def respond(request, writer, n):
+        if n == 1:
+            first_seen.set()
+            await asyncio.wait_for(release.wait(), WAIT)  # the first keystroke is still in flight...
+        return await reply(writer, 200, b'{"written_bytes":1}', {"Content-Type": "application/json"})
+
+    async with fault_server(respond) as fault:
+        stdin = client_for(fault).processes.stdin_writer("s", PID)
+        stdin.write(b"t")
+        await asyncio.wait_for(first_seen.wait(), WAIT)
+        for byte in b"he quick brown fox":  # ...while these are typed
+            stdin.write(bytes([byte]))
+        release.set()
+        await asyncio.wait_for(stdin.aclose(), WAIT)
+    sent = [decode_b64(json.loads(r.body)["data_b64"]) for r in fault.requests]
+    assert sent == [b"t", b"he quick brown fox"]
+
+
+async def test_stdin_writer_reports_a_failed_send() -> None:
+    async def respond(request, writer, n):
+        return await reply(writer, 404, b'{"code":"not_found","message":"no such process"}')
+
+    async with fault_server(respond) as fault:
+        stdin = client_for(fault).processes.stdin_writer("s", PID)
+        stdin.write(b"x")
+        with pytest.raises(NotFound, match="no such process"):
+            await asyncio.wait_for(stdin.drain(), WAIT)
+        with pytest.raises(NotFound):
+            stdin.write(b"y")
+    assert len(fault.requests) == 1
 
 
 # --- transport -----------------------------------------------------------------------------------

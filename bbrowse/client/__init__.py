@@ -28,6 +28,7 @@ from bbrowse.client.errors import (
 from bbrowse.client.pool import close_shared_clients
 from bbrowse.client.retry import NO_RETRY, RetryPolicy
 from bbrowse.client.sessions import SessionPage
+from bbrowse.client.stdin_writer import StdinWriter
 from bbrowse.client.streams import Stream
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "SessionGone",
     "SessionNotLeased",
     "SessionPage",
+    "StdinWriter",
     "Stream",
     "Unauthorized",
     "close_shared_clients",

@@ -16,6 +16,7 @@ from bbrowse.client.attach import AttachSession
 from bbrowse.client.decode import model
 from bbrowse.client.errors import IncompleteStream, ProtocolError
 from bbrowse.client.sse import iter_sse_json
+from bbrowse.client.stdin_writer import StdinWriter
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
 from bbrowse.wire import (
@@ -143,6 +144,10 @@ class Processes:
                 else:
                     return bytes(out), bytes(err), event.exit_code
         raise IncompleteStream(f"stdout stream of process {process_id}: ended without the exit event")
+
+    def stdin_writer(self, id_or_name: str, process_id: str) -> StdinWriter:
+        """An ordered, coalescing writer for interactive typing (see `StdinWriter`); needs a running loop."""
+        return StdinWriter(lambda data: self.stdin(id_or_name, process_id, data))
 
     def attach(
         self,

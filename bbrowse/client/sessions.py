@@ -45,8 +45,8 @@ class Sessions:
         items = model_list(Browser, response, "list sessions")
         has_more = response.headers.get("x-has-more", "false").strip().lower() == "true"
         next_offset = _int_or_none(response.headers.get("x-next-offset"))
-        if has_more and not next_offset:
-            next_offset = offset + len(items)  # service said "more" but not where: continue after this page
+        if has_more and (next_offset is None or next_offset <= offset):
+            next_offset = offset + len(items)  # "more" but no usable offset: continue after this page, never loop
         return SessionPage(items, next_offset if has_more and items else None)
 
     async def list(
