@@ -1,0 +1,245 @@
+"""The scriptable subcommands against a real `bbrowse serve`, run as a user runs them (a subprocess
+with KERNEL_BASE_URL / KERNEL_API_KEY): sessions, new, rm, info, exec, cat, ls, logs, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+
+from test_cli_support import BBROWSE, assert_one_line_error, bb, cli_env
+
+# sessions, new, rm --------------------------------------------------------------
+
+
+def test_new_sessions_rm_round_trip(service):
+    name = f"cli-{secrets.token_hex(4)}"
+    created = bb(service, "new", "--name", name, "--timeout", "600", "--json")
+    assert created.returncode == 0, created.stderr
+    browser = json.loads(created.stdout)
+    sid = browser["session_id"]
+    assert browser["name"] == name and browser["timeout_seconds"] == 600
+
+    listed = json.loads(bb(service, "sessions", "--json").stdout)
+    assert sid in [b["session_id"] for b in listed]
+
+    table = bb(service, "sessions", "--query", name).stdout.decode().splitlines()
+    assert table[0].split() == ["NAME", "ID", "CREATED", "HEADLESS", "TIMEOUT"]
+    assert len(table) == 2 and table[1].split()[:2] == [name, sid]
+    assert table[1].split()[-2:] == ["yes", "10m"]
+
+    removed = bb(service, "rm", name)
+    assert removed.returncode == 0 and removed.stdout.decode().strip() == name
+
+    assert sid not in [b["session_id"] for b in json.loads(bb(service, "sessions", "--json").stdout)]
+    deleted = json.loads(bb(service, "sessions", "--all", "--json", "--query", sid).stdout)
+    assert [b["session_id"] for b in deleted] == [sid] and deleted[0]["deleted_at"]
+
+
+def test_new_prints_only_the_id(service):
+    created = bb(service, "new", "--timeout", "60")
+    try:
+        assert created.returncode == 0, created.stderr
+        sid = created.stdout.decode().strip()
+        assert "\n" not in sid and sid
+        assert json.loads(bb(service, "sessions", "--json", "--query", sid).stdout)[0]["session_id"] == sid
+    finally:
+        bb(service, "rm", created.stdout.decode().strip())
+
+
+def test_rm_reports_each_failure_and_still_deletes_the_rest(service):
+    sid = bb(service, "new").stdout.decode().strip()
+    result = bb(service, "rm", "no-such-session", sid)
+    assert result.returncode == 1
+    assert result.stdout.decode().split() == [sid]
+    assert_one_line_error(result, "not_found", 404)
+    assert json.loads(bb(service, "sessions", "--json", "--query", sid).stdout) == []
+
+
+def test_new_rejects_a_duplicate_name_with_the_services_conflict(service):
+    name = f"dup-{secrets.token_hex(4)}"
+    first = bb(service, "new", "--name", name)
+    try:
+        assert first.returncode == 0
+        assert_one_line_error(bb(service, "new", "--name", name), "conflict", 409)
+    finally:
+        bb(service, "rm", name)
+
+
+def test_info_names_the_remote_service_and_paths(service, tmp_path):
+    env = cli_env(service, BBROWSE_STATE_DIR=str(tmp_path / "state"), BBROWSE_CONFIG_DIR=str(tmp_path / "config"))
+    info = json.loads(bb(service, "info", "--json", env=env).stdout)
+    assert info["service"] == {"kind": "remote", "url": service.url, "status": "ok",
+                               "from": "environment (KERNEL_BASE_URL, KERNEL_API_KEY)"}
+    assert info["state_dir"] == str(tmp_path / "state")
+    assert info["config_dir"] == str(tmp_path / "config")
+    assert info["discovery_file"] == str(tmp_path / "state" / "serve.json")
+    assert service.token not in json.dumps(info)
+    text = bb(service, "info", env=env).stdout.decode()
+    assert f"remote · {service.url}" in text and service.token not in text
+
+
+def test_info_reports_a_wrong_token(service):
+    env = cli_env(service, KERNEL_API_KEY="wrong-token")
+    info = json.loads(bb(service, "info", "--json", env=env).stdout)
+    assert info["service"]["status"] == "unauthorized"
+
+
+# exec ----------------------------------------------------------------------------
+
+
+def test_exec_keeps_streams_apart_and_propagates_the_exit_code(service, session_id):
+    result = bb(service, "exec", session_id, "--", "sh", "-c", "printf out1; echo err1 >&2; printf out2; exit 5")
+    assert result.returncode == 5
+    assert result.stdout == b"out1out2"
+    assert result.stderr == b"err1\n"
+
+
+def test_exec_success_cwd_env_and_options_after_the_id(service, session_id, tmp_path):
+    result = bb(service, "exec", session_id, "--cwd", str(tmp_path), "-e", "GREETING=hi there", "--",
+                "sh", "-c", 'echo "$PWD|$GREETING"')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{tmp_path}|hi there\n".encode()
+    dashed = bb(service, "exec", session_id, "ls", "-a", str(tmp_path))  # `-a` belongs to ls
+    assert dashed.returncode == 0 and b".." in dashed.stdout.split()
+
+
+def test_exec_timeout_and_json(service, session_id):
+    result = bb(service, "exec", session_id, "--timeout", "1", "--", "sleep", "30")
+    assert result.returncode == 143
+    data = json.loads(bb(service, "exec", session_id, "--json", "--", "sh", "-c", "echo x; exit 2").stdout)
+    assert data["exit_code"] == 2 and data["stdout_b64"] == "eAo="
+
+
+def test_exec_errors_are_one_line(service, session_id):
+    assert_one_line_error(bb(service, "exec", session_id, "--", "no-such-program-xyz"), "bad_request", 400)
+    line = assert_one_line_error(bb(service, "exec", session_id, "--cwd", "relative", "--", "true"),
+                                 "bad_request", 400)
+    assert "cwd" in line
+    assert_one_line_error(bb(service, "exec", session_id, "--env", "NOEQUALS", "--", "true"), "usage", exit_code=2)
+    assert_one_line_error(bb(service, "exec", session_id), "usage", exit_code=2)
+
+
+# cat, ls -------------------------------------------------------------------------
+
+
+def test_cat_is_byte_exact_for_binary_data(service, session_id, tmp_path):
+    data = os.urandom(3 * 1024 * 1024 + 17) + bytes(range(256))
+    path = tmp_path / "random.bin"
+    path.write_bytes(data)
+    result = bb(service, "cat", session_id, str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == data
+    assert result.stderr == b""  # no progress bar when stderr is not a terminal
+
+
+def test_cat_into_a_closed_pipe_exits_quietly(service, session_id, tmp_path):
+    path = tmp_path / "big.bin"
+    path.write_bytes(os.urandom(8 * 1024 * 1024))
+    proc = subprocess.Popen([*BBROWSE, "cat", session_id, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(service))
+    assert proc.stdout.read(1000)
+    proc.stdout.close()
+    try:
+        assert proc.wait(60) != 0
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_cat_errors(service, session_id, tmp_path):
+    assert_one_line_error(bb(service, "cat", session_id, str(tmp_path / "missing")), "not_found", 404)
+    assert_one_line_error(bb(service, "cat", session_id, str(tmp_path)), "bad_request", 400)
+
+
+def test_ls_plain_long_and_json(service, session_id, tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "b.txt").write_bytes(b"12345")
+    (tmp_path / "a.bin").write_bytes(b"")
+
+    plain = bb(service, "ls", session_id, str(tmp_path))
+    assert plain.stdout.decode().splitlines() == ["a.bin", "b.txt", "sub/"]
+
+    long = bb(service, "ls", session_id, str(tmp_path), "-l").stdout.decode().splitlines()
+    assert [row.split()[-1] for row in long] == ["a.bin", "b.txt", "sub/"]
+    assert long[1].split()[0] == "-rw-r--r--" and long[1].split()[1] == "5B"
+    assert long[2].startswith("d")
+
+    entries = json.loads(bb(service, "ls", session_id, str(tmp_path), "--json").stdout)
+    assert {e["name"]: (e["size_bytes"], e["is_dir"]) for e in entries} == {
+        "a.bin": (0, False), "b.txt": (5, False), "sub": (entries[2]["size_bytes"], True)}
+    assert all(e["path"] == str(tmp_path / e["name"]) for e in entries)
+
+
+# logs ----------------------------------------------------------------------------
+
+
+def test_logs_no_follow_and_json(service, session_id, tmp_path):
+    log = tmp_path / "app.log"
+    log.write_text("first line\nsecond line\n")
+    plain = bb(service, "logs", session_id, "--path", str(log), "--no-follow")
+    assert plain.returncode == 0 and plain.stdout == b"first line\nsecond line\n"
+    events = [json.loads(line) for line in
+              bb(service, "logs", session_id, "--path", str(log), "--no-follow", "--json").stdout.splitlines()]
+    assert [e["message"] for e in events] == ["first line", "second line"]
+    assert all(e["event"] == "log" and e["timestamp"] for e in events)
+    last = bb(service, "logs", session_id, "--path", str(log), "--no-follow", "-n", "1")
+    assert last.stdout == b"second line\n"
+
+
+def test_logs_follow_prints_appended_lines_as_they_come(service, session_id, tmp_path):
+    log = tmp_path / "follow.log"
+    log.write_text("already there\n")
+    proc = subprocess.Popen([*BBROWSE, "logs", session_id, "--path", str(log), "--tail", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(service))
+    try:
+        assert proc.stdout.readline() == b"already there\n"  # the stream is open: appends are seen from here
+        with log.open("a") as f:
+            f.write("appended later\n")
+        assert proc.stdout.readline() == b"appended later\n"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_logs_supervisor_and_errors(service, session_id):
+    result = bb(service, "logs", session_id, "--supervisor", "bbrowse", "--no-follow", "-n", "5")
+    assert result.returncode == 0, result.stderr
+    assert 1 <= len(result.stdout.splitlines()) <= 5
+    assert_one_line_error(bb(service, "logs", session_id, "--path", "/no/such.log", "--no-follow"), "not_found", 404)
+    assert_one_line_error(bb(service, "logs", session_id, "--supervisor", "nope", "--no-follow"), "not_found", 404)
+    assert_one_line_error(bb(service, "logs", session_id), "usage", exit_code=2)
+    assert_one_line_error(bb(service, "logs", session_id, "--path", "/x", "--supervisor", "y"), "usage", exit_code=2)
+
+
+# errors and help -------------------------------------------------------------------
+
+
+def test_unknown_session_is_one_line_not_found_everywhere(service):
+    for args in (["exec", "nope-session", "--", "true"], ["cat", "nope-session", "/etc/hostname"],
+                 ["ls", "nope-session", "/"], ["logs", "nope-session", "--supervisor", "bbrowse"],
+                 ["screenshot", "nope-session"], ["replays", "nope-session"], ["rm", "nope-session"]):
+        line = assert_one_line_error(bb(service, *args), "not_found", 404)
+        assert "nope-session" in line, args
+
+
+def test_unreachable_service_is_one_line(service):
+    env = cli_env(service, KERNEL_BASE_URL="http://127.0.0.1:9")
+    started = time.monotonic()
+    assert_one_line_error(bb(service, "sessions", env=env), "connection_failed")
+    assert time.monotonic() - started < 60
+
+
+def test_wrong_token_is_one_line_unauthorized(service):
+    assert_one_line_error(bb(service, "sessions", env=cli_env(service, KERNEL_API_KEY="nope")), "unauthorized", 401)
+
+
+def test_every_command_has_help_with_examples(service):
+    for command in ("sessions", "new", "rm", "info", "shell", "exec", "logs", "cat", "ls", "screenshot", "replays",
+                    "serve"):
+        result = bb(service, command, "--help")
+        assert result.returncode == 0, (command, result.stderr)
+        assert b"Examples:" in result.stdout, command
