@@ -83,3 +83,22 @@ def test_replays_start_list_stop_download(service, session_id, tmp_path):
     assert_one_line_error(bb(service, "replays", session_id, "download", "no-such-replay", "-o",
                              str(tmp_path / "missing.mp4")), "not_found", 404)
     assert not (tmp_path / "missing.mp4").exists() and not list(tmp_path.glob("*.part"))
+
+
+@pytest.fixture(scope="module")
+def browserless_service(tmp_path_factory):
+    """A second service whose Chromium does not exist: sessions work, their browser does not."""
+    from conftest import start_service, stop_service
+
+    handle = start_service(tmp_path_factory.mktemp("browserless"), {"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
+    yield handle
+    stop_service(handle)
+
+
+def test_screenshot_without_a_browser_is_one_line_browser_unavailable(browserless_service, tmp_path):
+    sid = bb(browserless_service, "new").stdout.decode().strip()
+    assert sid
+    line = assert_one_line_error(bb(browserless_service, "screenshot", sid, "-o", str(tmp_path / "x.png")),
+                                 "browser_unavailable", 503)
+    assert len(line) > len("error: browser_unavailable (503): ")
+    assert not (tmp_path / "x.png").exists()
