@@ -1,0 +1,230 @@
+"""Cell attributes: what SGR sequences set, and how a cell's attributes become a Rich style.
+
+An attribute is a plain tuple ``(fg, bg, flags)`` so that it hashes and compares in C and can key
+the memo tables below: most output reuses a handful of attributes, so both the SGR parse and the
+conversion to a Rich `Style` are dictionary hits after the first time.
+
+Colours are ints: `DEFAULT` (-1) for the terminal's default, 0..255 for the xterm palette (0..15 are
+the ANSI colours, which Textual maps through its theme), and `RGB_BASE + 0xRRGGBB` for true colour.
+"""
+
+from __future__ import annotations
+
+from rich.color import Color
+from rich.style import Style
+
+DEFAULT = -1
+RGB_BASE = 256
+
+BOLD = 1
+DIM = 2
+ITALIC = 4
+UNDERLINE = 8
+BLINK = 16
+REVERSE = 32
+HIDDEN = 64
+STRIKE = 128
+DOUBLE_UNDERLINE = 256
+OVERLINE = 512
+
+Attr = tuple[int, int, int]
+DEFAULT_ATTR: Attr = (DEFAULT, DEFAULT, 0)
+
+# SGR codes that set (or clear) one flag: code -> (flags to set, flags to clear).
+_FLAG_CODES: dict[int, tuple[int, int]] = {
+    1: (BOLD, 0),
+    2: (DIM, 0),
+    3: (ITALIC, 0),
+    4: (UNDERLINE, DOUBLE_UNDERLINE),
+    5: (BLINK, 0),
+    6: (BLINK, 0),
+    7: (REVERSE, 0),
+    8: (HIDDEN, 0),
+    9: (STRIKE, 0),
+    21: (DOUBLE_UNDERLINE, UNDERLINE),
+    22: (0, BOLD | DIM),
+    23: (0, ITALIC),
+    24: (0, UNDERLINE | DOUBLE_UNDERLINE),
+    25: (0, BLINK),
+    27: (0, REVERSE),
+    28: (0, HIDDEN),
+    29: (0, STRIKE),
+    53: (OVERLINE, 0),
+    55: (0, OVERLINE),
+}
+
+_sgr_memo: dict[tuple[Attr, str], Attr] = {}
+_MEMO_LIMIT = 65536
+
+
+def apply_sgr(attr: Attr, params: str) -> Attr:
+    """The attribute after `CSI params m`, starting from `attr` (memoised)."""
+    key = (attr, params)
+    result = _sgr_memo.get(key)
+    if result is None:
+        result = _parse_sgr(attr, params)
+        if len(_sgr_memo) >= _MEMO_LIMIT:
+            _sgr_memo.clear()
+        _sgr_memo[key] = result
+    return result
+
+
+def _extended_colour(parts: list[str], index: int) -> tuple[int | None, int]:
+    """Parse the tail of `38;5;n` / `38;2;r;g;b` (semicolon form): (colour or None, next index)."""
+    if index >= len(parts):
+        return None, index
+    kind = parts[index]
+    if kind == "5" and index + 1 < len(parts):
+        n = _int(parts[index + 1])
+        return (n if 0 <= n <= 255 else None), index + 2
+    if kind == "2" and index + 3 < len(parts):
+        r, g, b = (_int(p) for p in parts[index + 1 : index + 4])
+        return _rgb(r, g, b), index + 4
+    return None, len(parts)
+
+
+def _colon_colour(sub: list[str]) -> int | None:
+    """Parse the colon form `38:5:n`, `38:2:r:g:b` or `38:2:colourspace:r:g:b`."""
+    if len(sub) >= 3 and sub[1] == "5":
+        n = _int(sub[2])
+        return n if 0 <= n <= 255 else None
+    if len(sub) >= 5 and sub[1] == "2":
+        values = sub[2:]
+        if len(values) >= 4:
+            values = values[1:4]
+        r, g, b = (_int(p) for p in values[:3])
+        return _rgb(r, g, b)
+    return None
+
+
+def _rgb(r: int, g: int, b: int) -> int:
+    return RGB_BASE + ((min(max(r, 0), 255) << 16) | (min(max(g, 0), 255) << 8) | min(max(b, 0), 255))
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
+
+
+def _parse_sgr(attr: Attr, params: str) -> Attr:
+    fg, bg, flags = attr
+    parts = params.split(";") if params else ["0"]
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        i += 1
+        if ":" in part:
+            sub = part.split(":")
+            code = _int(sub[0])
+            if code == 4:  # underline style: 4:0 none, 4:1 single, 4:2 double, 4:3+ curly etc.
+                style = _int(sub[1]) if len(sub) > 1 else 1
+                flags &= ~(UNDERLINE | DOUBLE_UNDERLINE)
+                if style == 2:
+                    flags |= DOUBLE_UNDERLINE
+                elif style:
+                    flags |= UNDERLINE
+            elif code in (38, 48):
+                colour = _colon_colour(sub)
+                if colour is not None:
+                    if code == 38:
+                        fg = colour
+                    else:
+                        bg = colour
+            continue  # 58:... (underline colour) and unknown colon forms are ignored
+        code = _int(part)
+        if code == 0:
+            fg, bg, flags = DEFAULT, DEFAULT, 0
+        elif 30 <= code <= 37:
+            fg = code - 30
+        elif 40 <= code <= 47:
+            bg = code - 40
+        elif 90 <= code <= 97:
+            fg = code - 90 + 8
+        elif 100 <= code <= 107:
+            bg = code - 100 + 8
+        elif code == 39:
+            fg = DEFAULT
+        elif code == 49:
+            bg = DEFAULT
+        elif code in (38, 48, 58):
+            colour, i = _extended_colour(parts, i)
+            if colour is not None and code != 58:
+                if code == 38:
+                    fg = colour
+                else:
+                    bg = colour
+        else:
+            change = _FLAG_CODES.get(code)
+            if change is not None:
+                flags = (flags | change[0]) & ~change[1] if change[0] else flags & ~change[1]
+    return (fg, bg, flags)
+
+
+def blank_attr(attr: Attr) -> Attr:
+    """The attribute erased cells get: the current background only (xterm's back-colour erase)."""
+    bg = attr[1]
+    return DEFAULT_ATTR if bg == DEFAULT else (DEFAULT, bg, 0)
+
+
+_style_memo: dict[Attr, Style] = {}
+
+
+def rich_style(attr: Attr) -> Style:
+    """The Rich style that draws a cell with `attr` (memoised)."""
+    style = _style_memo.get(attr)
+    if style is None:
+        style = _build_style(attr)
+        if len(_style_memo) >= _MEMO_LIMIT:
+            _style_memo.clear()
+        _style_memo[attr] = style
+    return style
+
+
+def _colour(value: int) -> Color | None:
+    if value == DEFAULT:
+        return None
+    if value < RGB_BASE:
+        return Color.from_ansi(value)
+    rgb = value - RGB_BASE
+    return Color.from_rgb((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF)
+
+
+def _build_style(attr: Attr) -> Style:
+    fg, bg, flags = attr
+    if not flags and fg == DEFAULT and bg == DEFAULT:
+        return Style()
+    return Style(
+        color=_colour(fg),
+        bgcolor=_colour(bg),
+        bold=bool(flags & BOLD) or None,
+        dim=bool(flags & DIM) or None,
+        italic=bool(flags & ITALIC) or None,
+        underline=bool(flags & UNDERLINE) or None,
+        underline2=bool(flags & DOUBLE_UNDERLINE) or None,
+        blink=bool(flags & BLINK) or None,
+        reverse=bool(flags & REVERSE) or None,
+        strike=bool(flags & STRIKE) or None,
+        overline=bool(flags & OVERLINE) or None,
+    )
+
+
+def describe(attr: Attr) -> dict[str, object]:
+    """A readable view of an attribute (for tests and debugging): colours and the set flags."""
+    fg, bg, flags = attr
+    names = {
+        BOLD: "bold", DIM: "dim", ITALIC: "italic", UNDERLINE: "underline", BLINK: "blink",
+        REVERSE: "reverse", HIDDEN: "hidden", STRIKE: "strike", DOUBLE_UNDERLINE: "double_underline",
+        OVERLINE: "overline",
+    }
+
+    def colour(value: int) -> object:
+        if value == DEFAULT:
+            return None
+        if value < RGB_BASE:
+            return value
+        rgb = value - RGB_BASE
+        return ((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF)
+
+    return {"fg": colour(fg), "bg": colour(bg), "flags": {name for bit, name in names.items() if flags & bit}}
