@@ -1,0 +1,395 @@
+"""The Logs tab of a session: several live log panes side by side, each following a file or a supervised program.
+
+`o` opens a pane (a small form: a supervised program from `logs.supervisors`, or a path on the instance
+completed from `list_files`), `x` closes the focused one, `z` shows only the focused one. The first time
+the tab is shown it opens the session's Chromium log (or the service's own log when there is none).
+
+Each pane's stream is a worker of its `LogPanel`, so closing the pane (or the session screen) cancels
+it. A broken stream is reopened with backoff (0.5, 1, 2, 4, 5, 5 … s) with `follow=true`: what was
+written while it was down is not fetched again, and the pane says so with a gap marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import re
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import Suggester
+from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
+
+from bbrowse.client import BrowserClient, ClientError, ServiceError
+from bbrowse.client.errors import RateLimited
+from bbrowse.tui.app import describe_error
+from bbrowse.tui.logbuffer import DEFAULT_CAPACITY
+from bbrowse.tui.widgets.log_view import LogPanel, LogView
+from bbrowse.wire import LogSource
+
+#: Delays between reconnection attempts, then the last one forever.
+BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 5.0)
+#: Existing lines shown when a pane opens (`tail`, a bbrowse serve extension; other services ignore it).
+DEFAULT_HISTORY = 1000
+#: The stream loop hands the event loop back at least this often, so keys are answered during a flood.
+YIELD_EVERY_EVENTS = 512
+#: Supervised program opened by default, when the session has it.
+DEFAULT_PROGRAM = "chromium"
+
+HINT = "o open · x close · z zoom · / search · n/N next · f filter · w wrap · t time · j json · c copy · ctrl+s save"
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """What a pane follows: a supervised program by name, or a file by absolute path."""
+
+    source: LogSource
+    name: str
+    history: int = DEFAULT_HISTORY
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe short name: the program, or the file's base name."""
+        base = self.name if self.source is LogSource.SUPERVISOR else posixpath.basename(self.name.rstrip("/"))
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "log"
+
+
+def _gives_up(error: ClientError) -> bool:
+    """Errors that another attempt would only repeat: a missing file or session, a bad request, no access."""
+    return isinstance(error, ServiceError) and error.status < 500 and not isinstance(error, RateLimited)
+
+
+async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget) -> None:
+    """Stream `target` into `panel` until cancelled, reconnecting with backoff and marking each gap."""
+    view = panel.view
+    push = view.push
+    attempt = 0
+    connected_once = False
+    lost_at: float | None = None
+    panel.connection = "connecting…"
+    while True:
+        try:
+            stream = client.logs.stream(
+                session_id,
+                source=target.source,
+                path=target.name if target.source is LogSource.PATH else None,
+                supervisor_process=target.name if target.source is LogSource.SUPERVISOR else None,
+                follow=True,
+                tail=target.history if not connected_once and target.history else None,
+            )
+            async with stream as events:
+                if lost_at is not None and connected_once:
+                    view.add_gap(time.monotonic() - lost_at)
+                lost_at = None
+                connected_once = True
+                attempt = 0
+                panel.connection = "● live"
+                panel.app.connection_ok()
+                count = 0
+                async for event in events:
+                    push(event.message, event.timestamp.timestamp())
+                    count += 1
+                    if count % YIELD_EVERY_EVENTS == 0:
+                        await asyncio.sleep(0)
+            reason = "stream ended"
+        except ClientError as error:
+            if _gives_up(error):
+                view.flush()
+                panel.connection = f"stopped: {describe_error(error)}"
+                if not connected_once:
+                    panel.app.report_error(error, f"Could not open the log {target.label}")
+                return
+            reason = describe_error(error)
+        view.flush()
+        if lost_at is None:
+            lost_at = time.monotonic()
+        delay = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
+        attempt += 1
+        panel.connection = f"reconnecting in {delay:g} s ({reason})"
+        await asyncio.sleep(delay)
+
+
+class PathSuggester(Suggester):
+    """Completes an absolute path on the instance from `list_files` of the directory being typed."""
+
+    #: A directory listing is reused for this long while the user types.
+    LISTING_SECONDS = 5.0
+
+    def __init__(self, client: BrowserClient, session_id: str) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.client = client
+        self.session_id = session_id
+        self._listings: dict[str, tuple[float, list[tuple[str, bool]]]] = {}
+
+    async def _listing(self, directory: str) -> list[tuple[str, bool]]:
+        cached = self._listings.get(directory)
+        if cached is not None and time.monotonic() - cached[0] < self.LISTING_SECONDS:
+            return cached[1]
+        try:
+            files = await self.client.fs.list_files(self.session_id, directory)
+        except ClientError:
+            entries: list[tuple[str, bool]] = []
+        else:
+            entries = sorted((f.name, f.is_dir) for f in files)
+        self._listings[directory] = (time.monotonic(), entries)
+        return entries
+
+    async def get_suggestion(self, value: str) -> str | None:
+        if not value.startswith("/"):
+            return None
+        directory, _, prefix = value.rpartition("/")
+        directory = directory or "/"
+        for name, is_dir in await self._listing(directory):
+            if name.startswith(prefix) and (name != prefix or is_dir):
+                completed = posixpath.join(directory, name) + ("/" if is_dir else "")
+                return completed if completed != value else None
+        return None
+
+
+class OpenLogScreen(ModalScreen[LogTarget | None]):
+    """Choose what a new pane follows: a supervised program, or a file path (with completion)."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="logs_open.cancel"),
+        Binding("ctrl+s", "submit", "Open", id="logs_open.submit"),
+    ]
+    DEFAULT_CSS = """
+    OpenLogScreen #open-log-programs { height: auto; max-height: 8; }
+    OpenLogScreen #open-log-path { display: none; }
+    OpenLogScreen.path #open-log-path { display: block; }
+    OpenLogScreen.path #open-log-programs { display: none; }
+    OpenLogScreen #open-log-error { color: $error; height: auto; }
+    OpenLogScreen RadioSet { width: 100%; }
+    """
+
+    def __init__(self, client: BrowserClient, session_id: str) -> None:
+        super().__init__()
+        self.client = client
+        self.session_id = session_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="open-log-form"):
+            yield Static("Open a log", classes="dialog-title")
+            with RadioSet(id="open-log-source"):
+                yield RadioButton("Supervised program", value=True, id="source-supervisor")
+                yield RadioButton("File on the instance", id="source-path")
+            yield OptionList(id="open-log-programs")
+            yield Input(placeholder="/absolute/path/to/file.log  (→ completes)", id="open-log-path",
+                        suggester=PathSuggester(self.client, self.session_id))
+            yield Label("Lines of history")
+            yield Input(str(DEFAULT_HISTORY), id="open-log-history", type="integer")
+            yield Static("", id="open-log-error", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Open (ctrl+s)", variant="primary", id="open-log-open")
+                yield Button("Cancel (esc)", id="open-log-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#open-log-programs", OptionList).focus()
+        self._load_programs()
+
+    @work(exclusive=True, group="open-log-programs")
+    async def _load_programs(self) -> None:
+        programs = self.query_one("#open-log-programs", OptionList)
+        try:
+            names = await self.client.logs.supervisors(self.session_id)
+        except ClientError as error:
+            self.query_one("#open-log-error", Static).update(
+                f"No list of supervised programs ({describe_error(error)}); open a file instead."
+            )
+            self.query_one("#source-path", RadioButton).value = True
+            return
+        programs.add_options(names)
+        if names:
+            programs.highlighted = names.index(DEFAULT_PROGRAM) if DEFAULT_PROGRAM in names else 0
+
+    @property
+    def by_path(self) -> bool:
+        return self.query_one("#source-path", RadioButton).value
+
+    @on(RadioSet.Changed, "#open-log-source")
+    def _source_changed(self) -> None:
+        self.set_class(self.by_path, "path")
+        self.query_one("#open-log-path" if self.by_path else "#open-log-programs").focus()
+
+    @on(OptionList.OptionSelected, "#open-log-programs")
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#open-log-open")
+    def action_submit(self) -> None:
+        error = self.query_one("#open-log-error", Static)
+        history_text = self.query_one("#open-log-history", Input).value.strip() or "0"
+        try:
+            history = int(history_text)
+        except ValueError:
+            error.update("Lines of history must be a whole number.")
+            return
+        if not 0 <= history <= 1_000_000:
+            error.update("Lines of history must be between 0 and 1,000,000.")
+            return
+        if self.by_path:
+            path = self.query_one("#open-log-path", Input).value.strip()
+            if not path.startswith("/"):
+                error.update("Type an absolute path, e.g. /var/log/syslog.")
+                return
+            self.dismiss(LogTarget(LogSource.PATH, path, history))
+            return
+        programs = self.query_one("#open-log-programs", OptionList)
+        if programs.highlighted is None:
+            error.update("Choose a program (or switch to a file).")
+            return
+        name = str(programs.get_option_at_index(programs.highlighted).prompt)
+        self.dismiss(LogTarget(LogSource.SUPERVISOR, name, history))
+
+    @on(Button.Pressed, "#open-log-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class LogsPane(Vertical, can_focus=True):
+    """The session screen's "Logs" tab: log panes side by side; self-contained, needs only `app.client`.
+
+    Focusable itself, so `o` works while no pane is open; the focus goes to a pane's lines otherwise.
+    """
+
+    BINDINGS = [
+        Binding("o", "open", "Open log", id="logs.open"),
+        Binding("x", "close", "Close log", id="logs.close"),
+        Binding("z", "zoom", "Zoom", id="logs.zoom"),
+    ]
+    DEFAULT_CSS = """
+    LogsPane { height: 1fr; }
+    LogsPane #logs-hint { height: 1; color: $text-muted; padding: 0 1; }
+    LogsPane #logs-panels { height: 1fr; }
+    LogsPane #logs-panels LogPanel { width: 1fr; }
+    LogsPane #logs-empty { height: 1fr; content-align: center middle; text-align: center; color: $text-muted; }
+    LogsPane.has-panels #logs-empty { display: none; }
+    LogsPane.zoomed #logs-panels LogPanel { display: none; }
+    LogsPane.zoomed #logs-panels LogPanel.active { display: block; }
+    """
+
+    def __init__(self, session_id: str, *, open_default: bool = True, capacity: int = DEFAULT_CAPACITY) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.open_default = open_default
+        self.capacity = capacity
+        self._shown = False
+        self._count = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(HINT, id="logs-hint", markup=False)
+        yield Static(
+            "No log open.\nPress o to open one: a supervised program (bbrowse, chromium, …) or a file on the instance.",
+            id="logs-empty", markup=False,
+        )
+        yield Horizontal(id="logs-panels")
+
+    @property
+    def panels(self) -> list[LogPanel]:
+        return list(self.query_one("#logs-panels").query_children(LogPanel))
+
+    @property
+    def current(self) -> LogPanel | None:
+        """The pane holding the focus, else the one marked active, else the last one."""
+        focused = self.screen.focused
+        panels = self.panels
+        for panel in panels:
+            if focused is not None and (focused is panel or panel in focused.ancestors):
+                return panel
+        return next((p for p in panels if p.has_class("active")), panels[-1] if panels else None)
+
+    def on_show(self) -> None:
+        if not self._shown:
+            self._shown = True
+            if self.open_default and not self.panels:
+                self._open_default()
+        focused = self.screen.focused
+        if focused is None or not focused.region:  # nothing (visible) has the focus: take it
+            self.focus_active()
+
+    @work(exclusive=True, group="logs-default")
+    async def _open_default(self) -> None:
+        try:
+            names = await self.app.client.logs.supervisors(self.session_id)
+        except ClientError:
+            return  # e.g. a service without the extension: the empty state says how to open one
+        if names and not self.panels:
+            name = DEFAULT_PROGRAM if DEFAULT_PROGRAM in names else names[0]
+            await self.open_log(LogTarget(LogSource.SUPERVISOR, name))
+
+    async def open_log(self, target: LogTarget, *, focus: bool = True) -> LogPanel:
+        """Add a pane following `target` and start its stream."""
+        self._count += 1
+        client, session_id = self.app.client, self.session_id
+
+        def feed(panel: LogPanel) -> Awaitable[None]:
+            return follow_log(panel, client, session_id, target)
+
+        panel = LogPanel(target.label, target.slug, feed=feed, capacity=self.capacity, id=f"log-{self._count}")
+        await self.query_one("#logs-panels").mount(panel)
+        self.add_class("has-panels")
+        self._activate(panel)
+        if focus:
+            panel.focus_view()
+        return panel
+
+    def _activate(self, panel: LogPanel) -> None:
+        for other in self.panels:
+            other.set_class(other is panel, "active")
+
+    @on(LogView.Changed)
+    def _stop_changed(self, event: LogView.Changed) -> None:
+        event.stop()
+
+    def on_descendant_focus(self, event) -> None:
+        for panel in self.panels:
+            if panel is event.widget or panel in event.widget.ancestors:
+                self._activate(panel)
+                return
+
+    def action_open(self) -> None:
+        def opened(target: LogTarget | None) -> None:
+            if target is not None:
+                self.run_worker(self.open_log(target), group="logs-open")
+
+        self.app.push_screen(OpenLogScreen(self.app.client, self.session_id), opened)
+
+    async def action_close(self) -> None:
+        panel = self.current
+        if panel is None:
+            self.notify("No log open", severity="warning", timeout=3)
+            return
+        panels = self.panels
+        index = panels.index(panel)
+        await panel.remove()
+        rest = self.panels
+        self.set_class(bool(rest), "has-panels")
+        if rest:
+            following = rest[min(index, len(rest) - 1)]
+            self._activate(following)
+            following.focus_view()
+        else:
+            self.remove_class("zoomed")
+            self.focus()
+
+    def action_zoom(self) -> None:
+        if self.current is None:
+            return
+        self._activate(self.current)
+        self.toggle_class("zoomed")
+
+    def focus_active(self) -> None:
+        """Give the focus to the active pane's lines, or to this pane while none is open."""
+        if self.current is not None:
+            self.current.focus_view()
+        else:
+            self.focus()
+

@@ -1,0 +1,354 @@
+"""The log panes against a real local service, driven with Textual's Pilot, plus a snapshot of a fixed pane.
+
+The service runs on this machine, so a test writes a temporary file and the pane follows it over
+real HTTP and SSE; the reconnection test puts a real TCP proxy between the app and the service and
+cuts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from pathlib import Path
+
+import httpx
+from textual import events
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList
+
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.logbuffer import gap_text
+from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
+from bbrowse.wire import LogSource
+
+
+def make_app(url: str, token: str) -> BbrowseApp:
+    return BbrowseApp(target=Target(ClientConfig(url, token), "remote"))
+
+
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
+    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class LogsScreen(Screen):
+    """What the session screen's Logs tab holds, on a screen of its own."""
+
+    def __init__(self, session_id: str, open_default: bool = False) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.open_default = open_default
+
+    def compose(self) -> ComposeResult:
+        yield LogsPane(self.session_id, open_default=self.open_default)
+        yield Footer()
+
+
+async def open_logs_screen(app: BbrowseApp, pilot, session_id: str, open_default: bool = False) -> LogsPane:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await app.push_screen(LogsScreen(session_id, open_default))
+    await pilot.pause()
+    return app.screen.query_one(LogsPane)
+
+
+def screen_rows(view: LogView) -> list[str]:
+    """The rows the view draws right now, as plain text."""
+    return ["".join(segment.text for segment in view.render_line(y)).rstrip()
+            for y in range(view.scrollable_content_region.height)]
+
+
+def status(panel: LogPanel) -> str:
+    return str(panel.query_one(LogStatus).render())
+
+
+def append(path: Path, *lines: str) -> None:
+    with path.open("a") as out:
+        out.write("".join(line + "\n" for line in lines))
+
+
+async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
+    service, session_id: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "app-events.log"
+    log.write_text("existing one\nexisting two\n")
+    app = make_app(service.url, service.token)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = await open_logs_screen(app, pilot, session_id)
+        assert "No log open" in str(pane.query_one("#logs-empty").render())
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
+        await pilot.click("#source-path")
+        await pilot.press(*f"{tmp_path}/app-ev")
+        path_input = app.screen.query_one("#open-log-path")
+        # completed from list_files of the directory being typed; → accepts the completion
+        await wait_for(pilot, lambda: path_input._suggestion == str(log))
+        await pilot.press("right")
+        assert path_input.value == str(log)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(pane.panels) == 1)
+        panel = pane.panels[0]
+        view = panel.view
+        assert panel.title == str(log) and app.screen.focused is view
+        await wait_for(pilot, lambda: "existing two" in screen_rows(view))  # the last lines of history
+        marker = f"appended {uuid.uuid4().hex}"
+        append(log, marker)
+        await wait_for(pilot, lambda: marker in screen_rows(view))
+        assert screen_rows(view).index(marker) == screen_rows(view).index("existing two") + 1
+        assert "3 lines" in status(panel) and "● live" in status(panel) and "● following" in status(panel)
+
+
+async def test_search_highlights_matches_and_n_moves_between_them(service, session_id: str, tmp_path: Path) -> None:
+    log = tmp_path / "search.log"
+    hits = (20, 70, 120, 170)
+    log.write_text("".join(f"row {i} ERROR disk full\n" if i in hits else f"row {i} ok\n" for i in range(200)))
+    app = make_app(service.url, service.token)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await open_logs_screen(app, pilot, session_id)
+        panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
+        view = panel.view
+        await wait_for(pilot, lambda: len(view.buffer) == 200 and "row 199 ok" in screen_rows(view))
+        await pilot.press("slash", *"error", "enter")
+        await pilot.pause()
+        # the cursor goes to the newest match at or above the bottom of the screen
+        assert view.buffer.line(view.cursor) == "row 170 ERROR disk full"
+        assert "/error: 4/4 matches" in status(panel)
+        rows = screen_rows(view)
+        y = rows.index("row 170 ERROR disk full")
+        match_bg = view.get_component_rich_style("logview--match").bgcolor
+        highlighted = [seg.text for seg in view.render_line(y) if seg.style and seg.style.bgcolor == match_bg]
+        assert highlighted == ["ERROR"]
+        plain_y = rows.index("row 171 ok")
+        assert not any(seg.style and seg.style.bgcolor == match_bg for seg in view.render_line(plain_y))
+
+        await pilot.press("n")  # past the last match: wraps to the first, scrolled into view
+        await pilot.pause()
+        assert view.buffer.line(view.cursor) == "row 20 ERROR disk full"
+        assert "row 20 ERROR disk full" in screen_rows(view)
+        assert "/error: 1/4 matches" in status(panel)
+        await pilot.press("n")
+        await pilot.pause()
+        assert view.buffer.line(view.cursor) == "row 70 ERROR disk full"
+        assert "row 70 ERROR disk full" in screen_rows(view)
+        await pilot.press("N")
+        await pilot.pause()
+        assert view.buffer.line(view.cursor) == "row 20 ERROR disk full"
+        assert not view.following and "paused" in status(panel)
+        await pilot.press("c")  # copies the cursor's line
+        assert app.clipboard == "row 20 ERROR disk full"
+
+        await pilot.press("f", *"disk", "enter")  # filter: only the matching lines are left
+        await pilot.pause()
+        assert [row for row in screen_rows(view) if row] == [f"row {i} ERROR disk full" for i in hits]
+        await pilot.press("f", "ctrl+u", "enter")  # an empty filter shows everything again
+        await pilot.pause()
+        assert view.entry_count == 200
+
+
+async def test_ctrl_s_saves_the_buffer_and_says_where(service, session_id: str, tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    (home / "Downloads").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    log = tmp_path / "worker.log"
+    lines = [f"line {i} \x1b[32mok\x1b[0m" for i in range(50)]
+    log.write_text("".join(line + "\n" for line in lines))
+    app = make_app(service.url, service.token)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await open_logs_screen(app, pilot, session_id)
+        panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
+        await wait_for(pilot, lambda: len(panel.view.buffer) == 50)
+        await pilot.press("ctrl+s")
+        saved = lambda: list((home / "Downloads").glob("bbrowse-worker.log-*.log"))  # noqa: E731
+        await wait_for(pilot, lambda: len(saved()) == 1 and any("Saved" in n.message for n in app._notifications))
+        target = saved()[0]
+        assert target.read_text() == "".join(line + "\n" for line in lines)  # as received, colour codes and all
+        notice = next(n for n in app._notifications if n.title == "Log saved")
+        assert str(target) in notice.message and "50 lines" in notice.message
+
+
+async def test_supervisor_log_of_the_service_shows_its_access_lines(
+    service, session_id: str, http: httpx.AsyncClient
+) -> None:
+    app = make_app(service.url, service.token)
+    async with app.run_test(size=(170, 30)) as pilot:
+        pane = await open_logs_screen(app, pilot, session_id, open_default=True)
+        # opened by itself: the session's Chromium log when it has one, else the service's
+        await wait_for(pilot, lambda: len(pane.panels) == 1)
+        assert pane.panels[0].title in ("chromium", "bbrowse")
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen)
+                       and app.screen.query_one(OptionList).option_count > 0)
+        await pilot.press("home", "enter")  # `bbrowse` is listed first
+        await wait_for(pilot, lambda: len(pane.panels) == 2)
+        panel = pane.panels[1]
+        assert panel.title == "bbrowse"
+        await wait_for(pilot, lambda: "● live" in status(panel))
+        await pilot.press("z")  # only this pane: the whole width for its long lines
+        await pilot.pause()
+        assert not pane.panels[0].display and panel.size.width > 150
+        marker = uuid.uuid4().hex
+        response = await http.get(f"/browsers/{session_id}/fs/file_info", params={"path": f"/nope-{marker}"})
+        assert response.status_code == 404
+        view = panel.view
+        await wait_for(pilot, lambda: any(f"GET /browsers/{session_id}/fs/file_info 404" in row
+                                          for row in screen_rows(view)))
+        # `x` closes the focused pane and cancels its stream
+        worker = next(w for w in app.workers if w.node is panel)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: len(pane.panels) == 1 and worker.is_finished)
+
+
+async def test_follow_pauses_on_scroll_up_and_resumes_on_end(service, session_id: str, tmp_path: Path) -> None:
+    log = tmp_path / "follow.log"
+    log.write_text("".join(f"old {i}\n" for i in range(300)))
+    app = make_app(service.url, service.token)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await open_logs_screen(app, pilot, session_id)
+        panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
+        view = panel.view
+        await wait_for(pilot, lambda: screen_rows(view)[-1:] == ["old 299"])
+        assert view.following
+        await pilot.press("up", "up", "up")
+        await pilot.pause()
+        assert not view.following
+        before = screen_rows(view)
+        assert before[-1] == "old 296"
+        append(log, *(f"new {i}" for i in range(50)))
+        await wait_for(pilot, lambda: view.new_while_paused == 50)
+        assert screen_rows(view) == before  # the view stays where the user put it
+        assert "⏸ paused — G or End to follow · 50 new lines" in status(panel)
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.following and screen_rows(view)[-1] == "new 49"
+        assert "● following" in status(panel)
+        append(log, "newest")
+        await wait_for(pilot, lambda: screen_rows(view)[-1:] == ["newest"])
+        # the mouse wheel pauses too
+        region = view.region
+        view.post_message(events.MouseScrollUp(view, 2, 2, 0, 0, 0, False, False, False,
+                                               screen_x=region.x + 2, screen_y=region.y + 2))
+        await wait_for(pilot, lambda: not view.following)
+        await pilot.press("G")
+        await pilot.pause()
+        assert view.following and screen_rows(view)[-1] == "newest"
+
+
+class CuttableProxy:
+    """A real TCP proxy to the service that can drop every connection and refuse new ones for a while."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.up = True
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.up:
+            writer.close()
+            return
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers.update((writer, upstream_writer))
+        await asyncio.gather(self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer))
+        self.writers.difference_update((writer, upstream_writer))
+
+    def cut(self) -> None:
+        self.up = False
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+
+async def test_a_broken_stream_reconnects_and_marks_the_gap(service, session_id: str, tmp_path: Path) -> None:
+    log = tmp_path / "flaky.log"
+    log.write_text("first\n")
+    proxy = CuttableProxy(httpx.URL(service.url).port)
+    port = await proxy.start()
+    app = make_app(f"http://127.0.0.1:{port}", service.token)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            pane = await open_logs_screen(app, pilot, session_id)
+            panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
+            view = panel.view
+            await wait_for(pilot, lambda: "first" in screen_rows(view) and "● live" in status(panel))
+            proxy.cut()
+            await wait_for(pilot, lambda: "reconnecting" in status(panel))
+            append(log, "written while disconnected")
+            proxy.up = True
+            await wait_for(pilot, lambda: "● live" in status(panel), timeout=20)
+            rows = screen_rows(view)
+            gap = next(row for row in rows if row.startswith("── reconnected after"))
+            assert gap.endswith("s; lines may be missing ──")
+            append(log, "after the gap")
+            await wait_for(pilot, lambda: "after the gap" in screen_rows(view))
+            assert [row for row in screen_rows(view) if row] == ["first", gap, "after the gap"]
+            assert view.buffer.gaps
+    finally:
+        await proxy.close()
+
+
+# snapshot -------------------------------------------------------------------------------------------------
+
+SNAPSHOT_LINES = [
+    "2025-01-01 12:00:00 INFO  service started on 127.0.0.1:8700",
+    "2025-01-01 12:00:01 INFO  GET /browsers 200 1.2ms",
+    "2025-01-01 12:00:02 \x1b[33mWARN\x1b[0m  slow response from \x1b[1mchromium\x1b[0m (812 ms)",
+    "2025-01-01 12:00:03 \x1b[31mERROR\x1b[0m could not connect: [bold]not markup[/bold]",
+    '{"level": "info", "msg": "json line", "n": 3}',
+    "2025-01-01 12:00:04 INFO  GET /browsers/abc/logs/stream 200",
+    "2025-01-01 12:00:05 ERROR retry 2 of 5",
+]
+
+
+class SnapshotApp(App):
+    """A log pane with fixed content and no stream, so its picture is the same on every run."""
+
+    def compose(self) -> ComposeResult:
+        yield LogPanel("chromium", "chromium", capacity=1000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        panel = self.query_one(LogPanel)
+        panel.view.append_lines(SNAPSHOT_LINES[:5])
+        panel.view.buffer.add_gap(12)
+        panel.view.append_lines(SNAPSHOT_LINES[5:])
+        panel.connection = "● live"
+        panel.view.focus()
+
+
+def test_log_pane_snapshot(snap_compare) -> None:
+    async def search_and_pause(pilot) -> None:
+        await pilot.press("slash", *"error", "enter")
+
+    assert gap_text(12) == "── reconnected after 12 s; lines may be missing ──"
+    assert snap_compare(SnapshotApp(), terminal_size=(100, 16), run_before=search_and_pause)
+
+
+
+def test_log_pane_snapshot_wrapped_with_pretty_json(snap_compare) -> None:
+    assert snap_compare(SnapshotApp(), terminal_size=(60, 24), press=["j", "w"])
