@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 import struct
 import subprocess
 import time
@@ -17,6 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
+import psutil
 import pytest
 
 from bbrowse.service.errors import ServiceError
@@ -228,3 +231,30 @@ async def test_deleting_the_session_finalises_and_keeps_its_replays(http: httpx.
     # A deleted session records nothing new.
     again = await http.post(f"/browsers/{sid}/replays", json={})
     assert again.status_code == 410 and again.json()["code"] == "session_gone"
+
+
+async def test_chromium_dying_mid_recording_keeps_the_replay_and_recovers(
+    http: httpx.AsyncClient, service, tmp_path: Path
+) -> None:
+    sid = (await http.post("/browsers", json={"start_url": ANIMATED, "viewport": VIEWPORT})).json()["session_id"]
+    try:
+        replay = (await http.post(f"/browsers/{sid}/replays", json={"framerate": 10})).json()
+        await asyncio.sleep(1.5)  # the length of the recording
+        profile = str(service.state_dir / "service" / "sessions" / sid / "chromium-profile")
+        [browser] = [p for p in psutil.Process(service.pid).children() if any(profile in a for a in p.cmdline())]
+        os.kill(browser.pid, signal.SIGKILL)
+        browser.wait(10)
+
+        refused = await http.post(f"/browsers/{sid}/replays", json={})
+        assert refused.status_code == 503 and refused.json()["code"] == "browser_unavailable", refused.text
+        assert "SIGKILL" in refused.json()["message"]
+        video = await download(http, sid, replay["replay_id"])  # what was recorded before the crash
+        assert video.status_code == 200
+        (tmp_path / "crashed.mp4").write_bytes(video.content)
+        assert float(ffprobe(tmp_path / "crashed.mp4")["duration"]) > 1.0
+
+        again = await http.post(f"/browsers/{sid}/replays", json={"max_duration_in_seconds": 1})
+        assert again.status_code == 201, again.text
+        await http.post(f"/browsers/{sid}/replays/{again.json()['replay_id']}/stop")
+    finally:
+        await http.delete(f"/browsers/{sid}")

@@ -237,7 +237,11 @@ class ChromiumBrowser:
             await asyncio.shield(self._launching)
 
     async def ready(self) -> tuple[CDPConnection, PageTarget]:
-        """The live CDP connection and page, or 503 `browser_unavailable` with the reason."""
+        """The live CDP connection and page, or 503 `browser_unavailable` with the reason.
+
+        A browser found dead is reported once with why (exit code or signal) while a new one starts
+        in the background, which the next request waits for.
+        """
         if self._closing:
             raise browser_unavailable("the browser session is ending")
         if self.binary is None:
@@ -246,12 +250,13 @@ class ChromiumBrowser:
             await asyncio.shield(self._launching)
         if self._healthy():
             assert self.cdp is not None
-            return self.cdp, await self._page_target()
-        reason = self.failure or "Chromium is not running"
-        if self.process is not None and self.process.returncode is None and self.cdp and self.cdp.closed:
-            reason = "Chromium closed its DevTools connection"
-        self._relaunch_in_background(reason)
-        raise browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment")
+            try:
+                return self.cdp, await self._page_target()
+            except CDPClosedError:
+                pass  # went away just now: report it like any other death
+            except (CDPError, TimeoutError) as exc:
+                raise browser_unavailable(f"Chromium has no usable page: {exc!r}", status=502) from None
+        raise await self._unavailable()
 
     async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
         """Send a command to the page; a crash mid-call becomes 503 with the exit reason."""
@@ -259,18 +264,24 @@ class ChromiumBrowser:
         try:
             return await cdp.send(method, params, session_id=page.session_id, timeout=timeout)
         except CDPClosedError:
-            reason = await self._reason_after_disconnect()
-            self._relaunch_in_background(reason)
-            raise browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment") from None
+            raise await self._unavailable() from None
         except TimeoutError:
             raise browser_unavailable(f"Chromium did not answer {method} within {timeout:.0f}s") from None
         except CDPError as exc:
-            if "session" in exc.error_message.lower() or "target" in exc.error_message.lower():
-                # The tab went away (closed through CDP by a user): pick another one and retry once.
-                self.page = None
-                cdp, page = await self.ready()
-                return await cdp.send(method, params, session_id=page.session_id, timeout=timeout)
-            raise
+            if "session" not in exc.error_message.lower() and "target" not in exc.error_message.lower():
+                raise browser_unavailable(f"Chromium refused {method}: {exc.error_message}", status=502) from None
+        # The tab went away (closed through CDP by a user): pick another one and retry once.
+        self.page = None
+        cdp, page = await self.ready()
+        try:
+            return await cdp.send(method, params, session_id=page.session_id, timeout=timeout)
+        except (CDPClosedError, CDPError, TimeoutError) as exc:
+            raise browser_unavailable(f"Chromium failed {method}: {exc}", status=502) from None
+
+    async def _unavailable(self) -> ServiceError:
+        reason = await self._reason_after_disconnect()
+        self._relaunch_in_background(reason)
+        return browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment")
 
     async def screenshot(self, clip: dict[str, int] | None = None) -> bytes:
         params: dict[str, Any] = {"format": "png"}
@@ -408,14 +419,15 @@ class ChromiumBrowser:
             await self.cdp.close()
 
     async def _reason_after_disconnect(self) -> str:
-        """After the socket dropped: wait briefly for the process to be reaped so the reason is exact."""
+        """Why the browser is unusable; after a dropped socket, wait briefly for the exit to be reaped."""
         process = self.process
         if process is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 2.0)
             if process.returncode is not None:
                 return f"Chromium {describe_exit(process.returncode)}"
-        return self.failure or "Chromium closed its DevTools connection"
+            return "Chromium closed its DevTools connection"
+        return self.failure or "Chromium is not running"
 
     async def _page_target(self) -> PageTarget:
         """The tab to screenshot: the first page target, attached once and reused."""
