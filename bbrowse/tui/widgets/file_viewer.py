@@ -1,0 +1,640 @@
+"""The file viewer: the first bytes of a remote file as highlighted text, a hex dump, or an image.
+
+A file on the instance may be 500 MB, so the viewer never asks for all of it. It streams
+`read_file` and keeps only the first `LOAD_STEP` bytes (256 KiB), drawing as soon as the first
+block arrives, then closes the stream. `m` (or scrolling to the end) loads the next step, up to
+`MAX_LOADED`; past that, `s` in the files pane saves the whole file. The contract has no byte ranges,
+so a further step reads the file from the start again and drops what is already shown.
+
+Text and hex rows are drawn with Textual's line API (`FileLines.render_line`): only visible rows
+are formatted, so the cost of a frame does not depend on the size of what is loaded. Syntax
+highlighting (Pygments) runs in a thread, first on the opening lines, then on the whole step, and
+replaces the plain rows when it is done: the first screen never waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import time
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.style import Style
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from bbrowse.client import ClientError
+from bbrowse.tui import hexdump
+from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
+from bbrowse.tui.format import human_bytes
+from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
+
+#: Bytes loaded per step (the first screen needs only the first block of it).
+LOAD_STEP = 256 * 1024
+#: Most bytes the viewer ever holds for text and hex; save the file to see past it.
+MAX_LOADED = 16 * 1024 * 1024
+#: Largest image drawn as an image; bigger ones are shown as a hex dump of their start.
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+#: Characters of one line kept for display; the rest is marked with "…".
+MAX_LINE_CHARS = 4000
+TAB_SIZE = 4
+#: Lines highlighted first, so the top of the file is coloured quickly.
+FIRST_HIGHLIGHT_LINES = 200
+#: Rendered rows kept between frames.
+STRIP_CACHE_ROWS = 512
+
+#: C0 controls (but tab) and DEL as their visible "control pictures"; C1 controls as U+FFFD. Raw control
+#: characters in a Strip would be interpreted by the real terminal.
+_CONTROLS = {c: 0x2400 + c for c in range(0x20) if c != 0x09} | {0x7F: 0x2421} | {c: 0xFFFD for c in range(0x80, 0xA0)}
+
+#: Styles, as Textual style strings resolved against the current theme.
+STYLE_GUTTER = "$text 50%"
+STYLE_FOOTER = "$text 60% italic"
+STYLE_OFFSET = "$text-secondary"
+HEX_STYLES = {"null": "$text 45%", "printable": "$text", "whitespace": "$text-success", "other": "$text-warning"}
+
+HighlightedLine = list[tuple[str, str]]
+
+
+def display_line(raw: str) -> str:
+    """A decoded line ready to draw: no CR, tabs expanded, controls visible, at most MAX_LINE_CHARS."""
+    if raw.endswith("\r"):
+        raw = raw[:-1]
+    clipped = len(raw) > MAX_LINE_CHARS
+    raw = raw[: MAX_LINE_CHARS * 2]
+    if "\t" in raw:
+        raw = raw.expandtabs(TAB_SIZE)
+    line = raw.translate(_CONTROLS)
+    if clipped or len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS] + "…"
+    return line
+
+
+class TextLines:
+    """Bytes to display lines, incrementally: UTF-8 (bad bytes as U+FFFD), a partial last line kept open."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.lines: list[str] = []
+        self._partial = ""
+        self.widest = 0
+
+    def feed(self, data: bytes, *, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        if not text:
+            return
+        parts = (self._partial + text).split("\n")
+        # Only the start of an overlong line is ever drawn: keep the open line bounded.
+        self._partial = parts.pop()[: MAX_LINE_CHARS * 2 + 1]
+        for part in parts:
+            line = display_line(part)
+            self.lines.append(line)
+            self.widest = max(self.widest, cell_len(line))
+        if self._partial:
+            self.widest = max(self.widest, cell_len(display_line(self._partial)))
+
+    def __len__(self) -> int:
+        return len(self.lines) + (1 if self._partial else 0)
+
+    def __getitem__(self, index: int) -> str:
+        if index < len(self.lines):
+            return self.lines[index]
+        if index == len(self.lines) and self._partial:
+            return display_line(self._partial)
+        raise IndexError(index)
+
+    def first_line(self) -> str:
+        return self[0] if len(self) else ""
+
+
+def _token_style(token_type, cache: dict) -> str:
+    from textual.highlight import HighlightTheme
+
+    found = cache.get(token_type)
+    if found is None:
+        found, probe = "", token_type
+        while probe is not None:
+            if style := HighlightTheme.STYLES.get(probe):
+                found = style
+                break
+            probe = probe.parent
+        cache[token_type] = found
+    return found
+
+
+def highlight_lines(lines: Sequence[str], language: str) -> list[HighlightedLine] | None:
+    """Lines as (text, style) runs, styles being Textual theme style strings; None when the lexer
+    is unknown or changed the text's line structure. Slow (Pygments): call it off the UI thread."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_by_name(language, stripnl=False, ensurenl=True, tabsize=TAB_SIZE)
+    except ClassNotFound:
+        return None
+    out: list[HighlightedLine] = []
+    current: HighlightedLine = []
+    cache: dict = {}
+    for token_type, value in lexer.get_tokens("\n".join(lines)):
+        style = _token_style(token_type, cache)
+        first = True
+        for part in value.split("\n"):
+            if not first:
+                out.append(current)
+                current = []
+            first = False
+            if part:
+                current.append((part, style))
+    if current:
+        out.append(current)
+    del out[len(lines):]
+    if len(out) != len(lines):
+        return None
+    if any("".join(text for text, _ in runs) != line for runs, line in zip(out, lines, strict=True)):
+        return None
+    return out
+
+
+class FileLines(ScrollView, can_focus=True):
+    """Rows of the loaded bytes, as numbered text lines or hex dump lines, drawn on demand."""
+
+    DEFAULT_CSS = """
+    FileLines { height: 1fr; background: $surface; }
+    """
+
+    class EndReached(Message):
+        """The user scrolled to the last row: a good moment to load more."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.mode: str = "text"
+        self.data = bytearray()
+        self.text = TextLines()
+        self.highlighted: list[HighlightedLine] = []
+        self.total_size: int | None = None
+        self.footer: str | None = None
+        #: `time.perf_counter()` when a row of content was first drawn since the last reset.
+        self.first_paint_at: float | None = None
+        self._strips: dict[int, Strip] = {}
+        self._styles: dict[str, RichStyle] = {}
+        self._style_key: object = None
+
+    # content ------------------------------------------------------------------
+
+    def reset(self, mode: str = "text") -> None:
+        self.mode = mode
+        self.data = bytearray()
+        self.text = TextLines()
+        self.highlighted = []
+        self.total_size = None
+        self.footer = None
+        self.first_paint_at = None
+        self.scroll_to(0, 0, animate=False)
+        self.changed()
+
+    def set_mode(self, mode: str) -> None:
+        if mode != self.mode:
+            self.mode = mode
+            self.scroll_to(0, 0, animate=False)
+            self.changed()
+
+    def changed(self) -> None:
+        """Content grew or changed: new virtual size, cached rows dropped, repaint."""
+        self._strips.clear()
+        self.virtual_size = Size(self._content_width(), self.row_count)
+        self.refresh()
+
+    @property
+    def content_rows(self) -> int:
+        if self.mode == "hex":
+            return hexdump.line_count(len(self.data))
+        return len(self.text)
+
+    @property
+    def row_count(self) -> int:
+        return self.content_rows + (1 if self.footer else 0)
+
+    def row_text(self, row: int) -> str:
+        """The plain text of row `row`, as drawn (without line numbers): for tests and copying."""
+        if row < self.content_rows:
+            if self.mode == "hex":
+                return hexdump.line_at(self.data, row, digits=self._digits())
+            return self.text[row]
+        if self.footer and row == self.content_rows:
+            return self.footer
+        raise IndexError(row)
+
+    def _digits(self) -> int:
+        return hexdump.offset_digits(max(self.total_size or 0, len(self.data)))
+
+    def _gutter_width(self) -> int:
+        return len(str(max(len(self.text), 1))) + 1 if self.mode == "text" else 0
+
+    def _content_width(self) -> int:
+        if self.mode == "hex":
+            width = hexdump.line_width(self._digits())
+        else:
+            width = self._gutter_width() + self.text.widest
+        return max(width, cell_len(self.footer or ""))
+
+    # drawing ------------------------------------------------------------------
+
+    def _style(self, spec: str) -> RichStyle:
+        key = (self.app.theme, self.styles._cache_key)
+        if key != self._style_key:
+            self._style_key = key
+            self._styles.clear()
+            self._strips.clear()
+        found = self._styles.get(spec)
+        if found is None:
+            base = self.visual_style
+            found = (base + Style.parse(spec)).rich_style if spec else base.rich_style
+            self._styles[spec] = found
+        return found
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self._style("")
+        if row >= self.row_count:
+            return Strip.blank(width, base)
+        if row < self.content_rows and self.first_paint_at is None:
+            self.first_paint_at = time.perf_counter()
+        strip = self._strips.get(row)
+        if strip is None:
+            if len(self._strips) >= STRIP_CACHE_ROWS:
+                self._strips.clear()
+            strip = self._strips[row] = self._render_row(row)
+        gutter = self._gutter_width() if row < self.content_rows else 0
+        if gutter:
+            number = Strip([Segment(f"{row + 1:>{gutter - 1}} ", self._style(STYLE_GUTTER))])
+            body = strip.crop_extend(scroll_x, scroll_x + max(width - gutter, 0), base)
+            return Strip.join([number, body])
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    def _render_row(self, row: int) -> Strip:
+        if row >= self.content_rows:
+            return Strip([Segment(self.footer or "", self._style(STYLE_FOOTER))])
+        if self.mode == "hex":
+            return self._hex_row(row)
+        if row < len(self.highlighted):
+            return Strip([Segment(text, self._style(style)) for text, style in self.highlighted[row]])
+        return Strip([Segment(self.text[row], self._style(""))])
+
+    def _hex_row(self, row: int) -> Strip:
+        start = row * hexdump.BYTES_PER_LINE
+        chunk = bytes(self.data[start:start + hexdump.BYTES_PER_LINE])
+        plain = self._style("")
+        segments = [Segment(f"{start:0{self._digits()}x}", self._style(STYLE_OFFSET)), Segment("  ", plain)]
+        for index in range(hexdump.BYTES_PER_LINE):
+            if index == hexdump.GROUP:
+                segments.append(Segment(" ", plain))
+            if index < len(chunk):
+                byte = chunk[index]
+                segments.append(Segment(f"{byte:02x}", self._style(HEX_STYLES[hexdump.byte_class(byte)])))
+            else:
+                segments.append(Segment("  ", plain))
+            if index < hexdump.BYTES_PER_LINE - 1:
+                segments.append(Segment(" ", plain))
+        segments.append(Segment("  |", plain))
+        for byte, char in zip(chunk, hexdump.gutter(chunk), strict=True):
+            segments.append(Segment(char, self._style(HEX_STYLES[hexdump.byte_class(byte)])))
+        segments.append(Segment("|", plain))
+        return Strip(segments)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.footer and new_value > old_value and round(new_value) >= self.max_scroll_y > 0:
+            self.post_message(self.EndReached())
+
+
+class FileViewer(Vertical):
+    """A title line, then the file as text, hex or image; `open_remote` streams, `show_bytes` shows given bytes."""
+
+    DEFAULT_CSS = """
+    FileViewer { height: 1fr; }
+    FileViewer #viewer-title { height: 1; background: $panel; padding: 0 1; }
+    FileViewer #viewer-message { height: auto; padding: 1 2; color: $text-muted; }
+    FileViewer #viewer-message.error { color: $text-error; }
+    FileViewer FileLines, FileViewer ScreenshotView { display: none; }
+    FileViewer.-lines FileLines { display: block; }
+    FileViewer.-image ScreenshotView { display: block; }
+    FileViewer.-lines #viewer-message, FileViewer.-image #viewer-message { display: none; }
+    """
+
+    class Opened(Message):
+        """The viewer decided what the file is and drew its first screen (or an error)."""
+
+        def __init__(self, viewer: FileViewer) -> None:
+            super().__init__()
+            self.viewer = viewer
+
+    def __init__(self, session_id: str | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session_id = session_id
+        self.path: str | None = None
+        self.kind: FileKind | None = None
+        self.language: str | None = None
+        self.total_size: int | None = None
+        #: Bytes received from `read_file` since the last `open_remote`: the viewer's whole transfer.
+        self.bytes_received = 0
+        self.complete = False
+        self.loading = False
+        self.error: str | None = None
+        #: `time.perf_counter()` at the last `open_remote`/`show_bytes`.
+        self.opened_at: float | None = None
+        self.hex_forced = False
+        self._generation = 0
+        self._target = LOAD_STEP
+        self._image_failed = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="viewer-title", markup=False)
+        yield Static("Select a file in the tree and press enter to view it.", id="viewer-message", markup=False)
+        yield FileLines(id="viewer-lines")
+        yield ScreenshotView(id="viewer-image")
+
+    @property
+    def lines(self) -> FileLines:
+        return self.query_one(FileLines)
+
+    @property
+    def loaded_bytes(self) -> int:
+        return len(self.lines.data)
+
+    @property
+    def is_settled(self) -> bool:
+        """Nothing loading or highlighting any more (for tests and benchmarks)."""
+        return not self.loading and not any(w.node is self and w.is_running for w in self.workers)
+
+    # opening ------------------------------------------------------------------
+
+    def _start(self, path: str, size: int | None) -> int:
+        self._generation += 1
+        self.workers.cancel_group(self, "file-viewer-load")
+        self.workers.cancel_group(self, "file-viewer-highlight")
+        self.path = path
+        self.kind = None
+        self.language = None
+        self.total_size = size
+        self.bytes_received = 0
+        self.complete = False
+        self.error = None
+        self.hex_forced = False
+        self._image_failed = False
+        self._target = LOAD_STEP
+        self.opened_at = time.perf_counter()
+        self.lines.reset()
+        self.lines.total_size = size
+        self.query_one(ScreenshotView).show(None)
+        self.set_class(False, "-lines", "-image")
+        self._message("Loading…")
+        self._update_title()
+        return self._generation
+
+    def open_remote(self, path: str, size: int | None = None) -> None:
+        """Stream the start of `path` from the session (`size` from file_info, when known)."""
+        generation = self._start(path, size)
+        self.loading = True
+        self._stream(generation, path)
+
+    def show_bytes(self, path: str, data: bytes, size: int | None = None) -> None:
+        """Show `data` as the start of `path` without a service: for snapshots and previews."""
+        generation = self._start(path, size if size is not None else len(data))
+        self._take(generation, data)
+        self._finish_step(generation, eof=self.loaded_bytes == len(data) and (size is None or len(data) >= size))
+
+    def load_more(self) -> None:
+        """Load the next step of a text or hex view, if there is more and room for it."""
+        if self.path is None or self.loading or self.complete or (self.kind is FileKind.IMAGE and not self.hex_forced):
+            return
+        if self.session_id is None:
+            return  # bytes given by `show_bytes`: there is no stream to ask
+        if self.loaded_bytes >= MAX_LOADED:
+            self.notify(f"The viewer stops at {human_bytes(MAX_LOADED)}; press s to save the whole file.")
+            return
+        self._target = min(self.loaded_bytes + LOAD_STEP, MAX_LOADED)
+        self.loading = True
+        self._set_footer()
+        self._stream(self._generation, self.path)
+
+    def toggle_hex(self) -> None:
+        """Switch a text or image file to its hex dump and back."""
+        if self.kind is None:
+            return
+        self.hex_forced = not self.hex_forced
+        self._show_kind()
+
+    @work(exclusive=True, group="file-viewer-load")
+    async def _stream(self, generation: int, path: str) -> None:
+        skip = self.loaded_bytes
+        seen = 0
+        eof = False
+        try:
+            async with self.app.client.fs.read_file(self.session_id, path, chunk_size=None) as chunks:
+                async for chunk in chunks:
+                    self.bytes_received += len(chunk)
+                    start, seen = seen, seen + len(chunk)
+                    if seen > skip and self._take(generation, chunk[max(skip - start, 0):]):
+                        break
+                else:
+                    eof = True
+        except ClientError as error:
+            if generation == self._generation:
+                self.loading = False
+                self._failed(error)
+            return
+        self._finish_step(generation, eof=eof)
+
+    def _take(self, generation: int, piece: bytes) -> bool:
+        """Accept `piece` up to the current target (which can grow once the kind is known); True when reached."""
+        while piece:
+            room = self._target - self.loaded_bytes
+            if room <= 0:
+                break
+            self._accept(generation, piece[:room])
+            piece = piece[room:]
+        return self.loaded_bytes >= self._target
+
+    def _accept(self, generation: int, piece: bytes) -> None:
+        """Take a block of the file: decide its kind once enough has arrived, then draw what is new."""
+        if generation != self._generation or not piece:
+            return
+        lines = self.lines
+        lines.data += piece
+        if self.kind is None:
+            if self.loaded_bytes < SNIFF_BYTES:
+                return
+            self._decide(complete=False)
+            return
+        if self.kind is FileKind.TEXT:
+            lines.text.feed(piece)
+        if self.kind is not FileKind.IMAGE or self.hex_forced:
+            lines.changed()
+
+    def _decide(self, *, complete: bool) -> None:
+        data = bytes(self.lines.data)
+        self.kind = detect_kind(data[:SNIFF_BYTES], complete=complete)
+        if self.kind is FileKind.IMAGE:
+            if self.total_size is None or self.total_size <= MAX_IMAGE_BYTES:
+                self._target = MAX_IMAGE_BYTES + 1
+            else:
+                self._image_failed = True
+        if self.kind is FileKind.TEXT:
+            self.lines.text.feed(data)
+            self.language = language_for(self.path or "", self.lines.text.first_line())
+        self._show_kind()
+        self.post_message(self.Opened(self))
+
+    def _finish_step(self, generation: int, *, eof: bool) -> None:
+        if generation != self._generation:
+            return
+        self.loading = False
+        self.complete = eof or (self.total_size is not None and self.loaded_bytes >= self.total_size > 0)
+        if self.kind is None:
+            self._decide(complete=True)
+        if self.complete and self.kind is FileKind.TEXT:
+            self.lines.text.feed(b"", final=True)
+        if self.kind is FileKind.IMAGE and not self._image_failed:
+            if self.loaded_bytes > MAX_IMAGE_BYTES:
+                self._image_failed = True
+                del self.lines.data[LOAD_STEP:]
+                self.complete = False
+                self._show_kind()
+            else:
+                self._decode_image(generation, bytes(self.lines.data))
+        self._set_footer()
+        self.lines.changed()
+        self._update_title()
+        if self.kind is FileKind.TEXT:
+            self._highlight(generation)
+
+    def _failed(self, error: ClientError) -> None:
+        self.error = str(error)
+        self._message(f"Could not read {self.path}\n{error}", error=True)
+        self.set_class(False, "-lines", "-image")
+        report = getattr(self.app, "report_error", None)
+        if report is not None:
+            report(error, "Could not read file")
+        self.post_message(self.Opened(self))
+
+    # showing ------------------------------------------------------------------
+
+    def _show_kind(self) -> None:
+        as_hex = self.hex_forced or self.kind is FileKind.BINARY or (self.kind is FileKind.IMAGE and self._image_failed)
+        if self.kind is FileKind.IMAGE and not as_hex:
+            self.set_class(False, "-lines")
+            self.set_class(True, "-image")
+        else:
+            self.lines.set_mode("hex" if as_hex else "text")
+            self.set_class(False, "-image")
+            self.set_class(True, "-lines")
+        self._set_footer()
+        self._update_title()
+
+    def _set_footer(self) -> None:
+        lines = self.lines
+        if self.complete or self.kind is None:
+            lines.footer = None
+        else:
+            shown = human_bytes(self.loaded_bytes)
+            total = f" of {human_bytes(self.total_size)}" if self.total_size else ""
+            if self.loading:
+                lines.footer = f"── {shown}{total} shown · loading… ──"
+            elif self.loaded_bytes >= MAX_LOADED:
+                lines.footer = f"── {shown}{total} shown · the viewer stops here; s saves the whole file ──"
+            else:
+                lines.footer = f"── {shown}{total} shown · m (or scrolling past the end) loads more ──"
+        lines.changed()
+
+    def _message(self, text: str, *, error: bool = False) -> None:
+        message = self.query_one("#viewer-message", Static)
+        message.update(Text(text))
+        message.set_class(error, "error")
+
+    def _update_title(self) -> None:
+        if self.path is None:
+            return
+        parts = [PurePosixPath(self.path).name or self.path]
+        if self.total_size is not None:
+            parts.append(human_bytes(self.total_size))
+        if self.kind is not None:
+            kind = self.kind.value
+            if self.kind is FileKind.TEXT and self.language and self.language != "text":
+                kind = self.language
+            if self.kind is FileKind.IMAGE and self._image_failed:
+                kind = "image (too large to draw)"
+            parts.append(kind + (" as hex" if self.hex_forced else ""))
+        if not self.complete and self.kind is not None and self.kind is not FileKind.IMAGE:
+            parts.append(f"first {human_bytes(self.loaded_bytes)}")
+        self.query_one("#viewer-title", Static).update(Text(" · ".join(parts)))
+
+    def on_file_lines_end_reached(self, event: FileLines.EndReached) -> None:
+        event.stop()
+        self.load_more()
+
+    # background work ----------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="file-viewer-highlight")
+    def _highlight(self, generation: int) -> None:
+        worker = get_current_worker()
+        text = self.lines.text
+        done = len(self.lines.highlighted)
+        # An open last line may still grow: colour it only once the whole file is here.
+        count = len(text) if self.complete else len(text.lines)
+        language = self.language
+        if language is None and PurePosixPath(self.path or "").suffix:
+            language = pygments_language(self.path or "")
+            self.app.call_from_thread(self._set_language, generation, language)
+        if not language or language == "text" or done >= count:
+            return
+        lines = [text[i] for i in range(done, count)]
+        passes = [len(lines)]
+        if done == 0 and len(lines) > FIRST_HIGHLIGHT_LINES:
+            passes.insert(0, FIRST_HIGHLIGHT_LINES)
+        for upto in passes:
+            if worker.is_cancelled:
+                return
+            result = highlight_lines(lines[:upto], language)
+            if result is None:
+                return
+            self.app.call_from_thread(self._apply_highlight, generation, done, result)
+
+    def _set_language(self, generation: int, language: str | None) -> None:
+        if generation == self._generation and language:
+            self.language = language
+            self._update_title()
+
+    def _apply_highlight(self, generation: int, start: int, result: list[HighlightedLine]) -> None:
+        if generation != self._generation or self.kind is not FileKind.TEXT:
+            return
+        lines = self.lines
+        lines.highlighted[start:start + len(result)] = result
+        lines.changed()
+
+    @work(exclusive=True, group="file-viewer-image")
+    async def _decode_image(self, generation: int, data: bytes) -> None:
+        try:
+            image = await asyncio.to_thread(decode_image, data)
+        except Exception as error:  # Pillow raises many kinds for broken files
+            if generation == self._generation:
+                self._image_failed = True
+                self._show_kind()
+                self.notify(f"Could not decode the image ({error}); showing its bytes.", severity="warning")
+            return
+        if generation == self._generation:
+            self.query_one(ScreenshotView).show(image)
+            self._update_title()

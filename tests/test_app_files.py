@@ -1,0 +1,320 @@
+"""The files pane against a real local service (Pilot), and SVG snapshots of the file viewer.
+
+The service runs on this machine, so a test writes files into a temporary directory and browses
+them through the session. The pane is mounted in a TabPane on its own screen, as the session
+screen does.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image as PILImage
+from rich.style import Style
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, TabbedContent, TabPane
+
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.file_kind import FileKind
+from bbrowse.tui.panes.files import FilesPane
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.widgets.file_viewer import LOAD_STEP, FileViewer
+from bbrowse.tui.widgets.screenshot_view import RENDERING_ENV, ScreenshotView
+
+PYTHON_SOURCE = b'''"""A module."""
+
+import os
+
+
+def greet(name: str) -> str:
+    # say hello
+    return f"hello {name} from {os.getpid()}"
+
+
+class Greeter:
+    count = 42
+'''
+
+
+def make_app(service) -> BbrowseApp:
+    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
+
+
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
+    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class PaneScreen(Screen):
+    """A screen holding one pane in a tab, as the session screen will."""
+
+    def __init__(self, pane) -> None:
+        super().__init__()
+        self.pane = pane
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent():
+            with TabPane("Files", id="files"):
+                yield self.pane
+        yield Footer()
+
+
+async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    pane = FilesPane(session_id)
+    await app.push_screen(PaneScreen(pane))
+    await wait_for(pilot, lambda: pane.tree.root_path != "/" or pane.working_directory is not None)
+    pane.focus_default()  # what the session screen does when it switches to the tab
+    return pane
+
+
+async def go_to(pilot, pane: FilesPane, path: Path | str) -> None:
+    await pilot.press("g", "ctrl+u", *str(path), "enter")
+
+
+def child_labels(pane: FilesPane) -> list[str]:
+    return [str(node.label) for node in pane.tree.root.children]
+
+
+def info_text(pane: FilesPane) -> str:
+    return str(pane.query_one("#files-info").render())
+
+
+def has_colour_other_than(strips, default: Style) -> bool:
+    return any(seg.style is not None and seg.style.color not in (None, default.color)
+               for strip in strips for seg in strip if seg.text.strip())
+
+
+async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
+    service, http: httpx.AsyncClient, session_id: str, tmp_path: Path,
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_bytes(b"hello")
+    (tmp_path / "a.txt").chmod(0o640)
+    (tmp_path / "b.py").write_bytes(PYTHON_SOURCE)
+    pwd = (await http.post(f"/browsers/{session_id}/process/exec", json={"command": "pwd"})).json()
+    working_directory = base64.b64decode(pwd["stdout_b64"]).decode().strip()
+
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await wait_for(pilot, lambda: pane.tree.root_path == working_directory)
+
+        await go_to(pilot, pane, tmp_path)
+        await wait_for(pilot, lambda: child_labels(pane) == ["sub/", "a.txt", "b.py"])
+        assert pane.tree.root_path == str(tmp_path)
+
+        # highlighting a file shows its file_info: size, mode, modification time
+        pane.tree.focus()
+        await pilot.press("down", "down")  # root → sub/ → a.txt
+        await wait_for(pilot, lambda: "a.txt" in info_text(pane) and "5 bytes" in info_text(pane))
+        assert "-rw-r-----" in info_text(pane)
+        assert "modified" in info_text(pane)
+
+        # `/` goes to the root, `~` back to the working directory
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: pane.tree.root_path == "/" and "tmp/" in child_labels(pane))
+        await pilot.press("tilde")
+        await wait_for(pilot, lambda: pane.tree.root_path == working_directory)
+
+
+async def test_go_to_a_missing_path_shows_the_service_error(service, session_id: str, tmp_path: Path) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await go_to(pilot, pane, tmp_path / "nope")
+        error = lambda: str(pane.query_one("#files-goto-error").render())  # noqa: E731
+        await wait_for(pilot, lambda: "not_found" in error())
+        assert "404" in error()
+        await pilot.press("escape")  # closes the field, stays on the screen
+        await wait_for(pilot, lambda: not pane.query_one("#files-goto").has_class("open"))
+        assert isinstance(app.screen, PaneScreen)
+
+
+async def test_a_python_file_opens_highlighted(service, session_id: str, tmp_path: Path) -> None:
+    (tmp_path / "greet.py").write_bytes(PYTHON_SOURCE)
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await go_to(pilot, pane, tmp_path)
+        await wait_for(pilot, lambda: child_labels(pane) == ["greet.py"])
+        pane.tree.focus()
+        await pilot.press("down", "enter")
+        viewer = pane.viewer
+        await wait_for(pilot, lambda: viewer.kind is FileKind.TEXT and viewer.complete)
+        await wait_for(pilot, lambda: len(viewer.lines.highlighted) > 0)
+        assert viewer.language == "python"
+        lines = viewer.lines
+        assert [lines.row_text(i) for i in range(3)] == ['"""A module."""', "", "import os"]
+        strips = [lines.render_line(y) for y in range(12)]
+        assert "def greet(name: str) -> str:" in "".join(seg.text for seg in strips[5])
+        assert has_colour_other_than(strips, lines._style(""))
+        assert "greet.py" in str(viewer.query_one("#viewer-title").render())
+
+
+async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, tmp_path: Path) -> None:
+    target = tmp_path / "blob.bin"
+    target.write_bytes(bytes(range(256)) * 4)
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await go_to(pilot, pane, target)  # a file: its directory is shown and the file opened
+        viewer = pane.viewer
+        await wait_for(pilot, lambda: viewer.kind is FileKind.BINARY and viewer.complete)
+        await wait_for(pilot, lambda: "blob.bin" in child_labels(pane))
+        drawn = "".join(seg.text for seg in viewer.lines.render_line(0))
+        assert drawn.startswith("00000000  00 01 02 03 04 05 06 07  08 09 0a 0b 0c 0d 0e 0f  |................|")
+        assert viewer.lines.row_text(4).startswith("00000040  40 41 42 43")
+        assert viewer.lines.row_text(4).endswith("|@ABCDEFGHIJKLMNO|")
+        assert viewer.lines.content_rows == 64
+
+
+async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
+    service, session_id: str, tmp_path: Path,
+) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 7)
+    source = tmp_path / "remote" / "data.bin"
+    source.parent.mkdir()
+    source.write_bytes(data)
+    out = tmp_path / "local"
+    out.mkdir()
+    (out / "data.bin").write_bytes(b"already here")  # never overwritten
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        pane.save_dir = out
+        await go_to(pilot, pane, source)
+        await wait_for(pilot, lambda: pane.viewer.kind is FileKind.BINARY)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: pane.last_saved is not None, timeout=30)
+        saved = pane.last_saved
+        assert saved == out / "data (1).bin"
+        assert saved.read_bytes() == data
+        assert (out / "data.bin").read_bytes() == b"already here"
+        assert not list(out.glob("*.part"))
+        bar = pane.query_one("#files-progress-bar", ProgressBar)
+        assert pane.query_one("#files-progress").has_class("active")
+        assert bar.total == len(data) and bar.progress == len(data)
+        assert str(saved) in str(pane.query_one("#files-progress-label").render())
+        assert any(str(saved) in n.message for n in app._notifications)
+
+
+def _fds_open_on(pid: int, path: Path) -> int:
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            count += os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
+        except OSError:
+            continue
+    return count
+
+
+async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
+    service, session_id: str, tmp_path: Path,
+) -> None:
+    big = tmp_path / "big.log"
+    line = b"2024-05-01T12:00:00Z INFO request served path=/index.html status=200 bytes=5120\n"
+    block = line * (1024 * 1024 // len(line))
+    with big.open("wb") as f:
+        for _ in range(50):
+            f.write(block)
+    size = big.stat().st_size
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        viewer = pane.viewer
+        await go_to(pilot, pane, big)
+        await wait_for(pilot, lambda: viewer.lines.first_paint_at is not None)
+        first_screen = viewer.lines.first_paint_at - viewer.opened_at
+        assert first_screen < 3.0  # generous on a shared machine; bench/bench_file_viewer.py measures it
+        assert viewer.lines.row_text(0) == line.decode().rstrip("\n")
+        await wait_for(pilot, lambda: not viewer.loading)
+        assert viewer.loaded_bytes == LOAD_STEP
+        # the stream was cut: the viewer received a bounded amount, and the service closed the file
+        assert viewer.bytes_received <= LOAD_STEP + 256 * 1024
+        assert viewer.total_size == size and not viewer.complete
+        await wait_for(pilot, lambda: _fds_open_on(service.pid, big) == 0)
+        assert "m (or scrolling past the end) loads more" in viewer.lines.row_text(viewer.lines.row_count - 1)
+
+        await pilot.press("m")
+        await wait_for(pilot, lambda: not viewer.loading and viewer.loaded_bytes == 2 * LOAD_STEP)
+        assert viewer.lines.row_text(2 * LOAD_STEP // len(line) - 1) == line.decode().rstrip("\n")
+        assert viewer.bytes_received <= 3 * LOAD_STEP + 512 * 1024
+
+
+async def test_an_image_file_is_drawn_as_an_image(
+    service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(RENDERING_ENV, "halfcell")
+    target = tmp_path / "picture.bin"  # no extension: recognised by its magic bytes
+    PILImage.new("RGB", (64, 32), (200, 30, 30)).save(target, format="PNG")
+    app = make_app(service)
+    async with app.run_test(size=(140, 36)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await go_to(pilot, pane, target)
+        view = pane.viewer.query_one(ScreenshotView)
+        await wait_for(pilot, lambda: view.image is not None)
+        assert view.image.size == (64, 32)
+        assert view.rendering == "halfcell"
+        assert pane.viewer.has_class("-image")
+        await pilot.press("x")  # the same bytes as hex
+        await wait_for(pilot, lambda: pane.viewer.has_class("-lines"))
+        assert pane.viewer.lines.row_text(0).endswith("|.PNG........IHDR|")
+
+
+# snapshots -------------------------------------------------------------------------------------
+
+
+class ViewerApp(App):
+    """Only the file viewer, fed fixed bytes: deterministic pictures of text and hex mode."""
+
+    def __init__(self, path: str, data: bytes, size: int | None = None) -> None:
+        super().__init__()
+        self.file_path, self.file_data, self.file_size = path, data, size
+
+    def compose(self) -> ComposeResult:
+        yield FileViewer()
+
+    def on_mount(self) -> None:
+        self.query_one(FileViewer).show_bytes(self.file_path, self.file_data, self.file_size)
+
+
+async def _settle(pilot) -> None:
+    viewer = pilot.app.query_one(FileViewer)
+    for _ in range(200):
+        if viewer.is_settled and (viewer.lines.highlighted or viewer.kind is not FileKind.TEXT):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def test_snapshot_viewer_text_mode(snap_compare) -> None:
+    assert snap_compare(ViewerApp("/srv/app/greet.py", PYTHON_SOURCE), terminal_size=(80, 20), run_before=_settle)
+
+
+def test_snapshot_viewer_hex_mode(snap_compare) -> None:
+    data = b"\x89PNG-ish\x00\x01\x02 binary \xff\xfe\ttab\nline\r\n" + bytes(range(0x20, 0x80)) + bytes(range(8))
+    assert snap_compare(ViewerApp("/srv/app/blob.bin", data, size=4096), terminal_size=(80, 20), run_before=_settle)
+
+
+async def test_viewer_draws_plain_text_first_and_highlights_after() -> None:
+    """The first screen does not wait for Pygments (it runs in a thread and replaces the plain rows)."""
+    app = ViewerApp("/x/y.py", PYTHON_SOURCE * 400)
+    async with app.run_test(size=(80, 20)) as pilot:
+        viewer = app.query_one(FileViewer)
+        await pilot.pause()
+        assert viewer.lines.first_paint_at is not None
+        assert viewer.lines.first_paint_at - viewer.opened_at < 1.0
+        await _settle(pilot)
+        assert len(viewer.lines.highlighted) == viewer.lines.content_rows
