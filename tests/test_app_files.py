@@ -74,7 +74,7 @@ async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
     await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
     pane = FilesPane(session_id)
     await app.push_screen(PaneScreen(pane))
-    await wait_for(pilot, lambda: pane.tree.root_path != "/" or pane.working_directory is not None)
+    await wait_for(pilot, lambda: pane.file_tree.root_path != "/" or pane.working_directory is not None)
     pane.focus_default()  # what the session screen does when it switches to the tab
     return pane
 
@@ -84,7 +84,7 @@ async def go_to(pilot, pane: FilesPane, path: Path | str) -> None:
 
 
 def child_labels(pane: FilesPane) -> list[str]:
-    return [str(node.label) for node in pane.tree.root.children]
+    return [str(node.label) for node in pane.file_tree.root.children]
 
 
 def info_text(pane: FilesPane) -> str:
@@ -109,14 +109,14 @@ async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
     app = make_app(service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
-        await wait_for(pilot, lambda: pane.tree.root_path == working_directory)
+        await wait_for(pilot, lambda: pane.file_tree.root_path == working_directory)
 
         await go_to(pilot, pane, tmp_path)
         await wait_for(pilot, lambda: child_labels(pane) == ["sub/", "a.txt", "b.py"])
-        assert pane.tree.root_path == str(tmp_path)
+        assert pane.file_tree.root_path == str(tmp_path)
 
         # highlighting a file shows its file_info: size, mode, modification time
-        pane.tree.focus()
+        pane.file_tree.focus()
         await pilot.press("down", "down")  # root → sub/ → a.txt
         await wait_for(pilot, lambda: "a.txt" in info_text(pane) and "5 bytes" in info_text(pane))
         assert "-rw-r-----" in info_text(pane)
@@ -124,9 +124,9 @@ async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
 
         # `/` goes to the root, `~` back to the working directory
         await pilot.press("slash")
-        await wait_for(pilot, lambda: pane.tree.root_path == "/" and "tmp/" in child_labels(pane))
+        await wait_for(pilot, lambda: pane.file_tree.root_path == "/" and "tmp/" in child_labels(pane))
         await pilot.press("tilde")
-        await wait_for(pilot, lambda: pane.tree.root_path == working_directory)
+        await wait_for(pilot, lambda: pane.file_tree.root_path == working_directory)
 
 
 async def test_go_to_a_missing_path_shows_the_service_error(service, session_id: str, tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ async def test_a_python_file_opens_highlighted(service, session_id: str, tmp_pat
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, tmp_path)
         await wait_for(pilot, lambda: child_labels(pane) == ["greet.py"])
-        pane.tree.focus()
+        pane.file_tree.focus()
         await pilot.press("down", "enter")
         viewer = pane.viewer
         await wait_for(pilot, lambda: viewer.kind is FileKind.TEXT and viewer.complete)
@@ -239,7 +239,7 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
         first_screen = viewer.lines.first_paint_at - viewer.opened_at
         assert first_screen < 3.0  # generous on a shared machine; bench/bench_file_viewer.py measures it
         assert viewer.lines.row_text(0) == line.decode().rstrip("\n")
-        await wait_for(pilot, lambda: not viewer.loading)
+        await wait_for(pilot, lambda: not viewer.is_loading)
         assert viewer.loaded_bytes == LOAD_STEP
         # the stream was cut: the viewer received a bounded amount, and the service closed the file
         assert viewer.bytes_received <= LOAD_STEP + 256 * 1024
@@ -248,7 +248,7 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
         assert "m (or scrolling past the end) loads more" in viewer.lines.row_text(viewer.lines.row_count - 1)
 
         await pilot.press("m")
-        await wait_for(pilot, lambda: not viewer.loading and viewer.loaded_bytes == 2 * LOAD_STEP)
+        await wait_for(pilot, lambda: not viewer.is_loading and viewer.loaded_bytes == 2 * LOAD_STEP)
         assert viewer.lines.row_text(2 * LOAD_STEP // len(line) - 1) == line.decode().rstrip("\n")
         assert viewer.bytes_received <= 3 * LOAD_STEP + 512 * 1024
 

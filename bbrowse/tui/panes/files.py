@@ -123,7 +123,7 @@ class FilesPane(Vertical):
                     yield ProgressBar(id="files-progress-bar", show_eta=True)
 
     @property
-    def tree(self) -> RemoteFileTree:
+    def file_tree(self) -> RemoteFileTree:
         return self.query_one(RemoteFileTree)
 
     @property
@@ -135,7 +135,7 @@ class FilesPane(Vertical):
 
     def focus_default(self) -> None:
         """Put the keyboard in the pane (the tree): its keys act only when focus is inside it."""
-        self.tree.focus()
+        self.file_tree.focus()
 
     def on_show(self) -> None:
         focused = self.screen.focused
@@ -162,17 +162,17 @@ class FilesPane(Vertical):
 
     @work(exclusive=True, group="files-nav")
     async def _start_at_working_directory(self) -> None:
-        self.tree.set_root(await self._working_directory() or "/")
+        self.file_tree.set_root(await self._working_directory() or "/")
 
     def action_home(self) -> None:
         self._start_at_working_directory()
 
     def action_root(self) -> None:
-        self.tree.set_root("/")
+        self.file_tree.set_root("/")
 
     def action_goto(self) -> None:
         field = self.query_one(PathInput)
-        field.value = self.tree.root_path
+        field.value = self.file_tree.root_path
         field.add_class("open")
         field.focus()
         field.cursor_position = len(field.value)
@@ -180,7 +180,7 @@ class FilesPane(Vertical):
     def _close_goto(self) -> None:
         self.query_one(PathInput).remove_class("open")
         self.query_one("#files-goto-error").remove_class("shown")
-        self.tree.focus()
+        self.file_tree.focus()
 
     @on(PathInput.Closed)
     def _goto_cancelled(self, event: PathInput.Closed) -> None:
@@ -194,7 +194,7 @@ class FilesPane(Vertical):
         if not typed:
             self._close_goto()
             return
-        self._go(posixpath.normpath(posixpath.join(self.tree.root_path, typed)))
+        self._go(posixpath.normpath(posixpath.join(self.file_tree.root_path, typed)))
 
     @work(exclusive=True, group="files-nav")
     async def _go(self, path: str) -> None:
@@ -207,9 +207,9 @@ class FilesPane(Vertical):
             return
         self._close_goto()
         if info.is_dir:
-            self.tree.set_root(info.path, info)
+            self.file_tree.set_root(info.path, info)
         else:
-            self.tree.set_root(posixpath.dirname(info.path) or "/")
+            self.file_tree.set_root(posixpath.dirname(info.path) or "/")
             self._open(info.path, info.size_bytes)
 
     # info and viewer ------------------------------------------------------------
@@ -230,7 +230,7 @@ class FilesPane(Vertical):
         except ClientError as error:
             self.query_one("#files-info", Static).update(Text(f"{path}\n{error}", style="red"))
             return
-        node = self.tree.cursor_node
+        node = self.file_tree.cursor_node
         if node is not None and node.data is not None and node.data.path == path:
             node.data.info = info
             self._show_info(info)
@@ -259,7 +259,7 @@ class FilesPane(Vertical):
     def action_save(self) -> None:
         path = self.viewer.path
         if path is None:
-            node = self.tree.cursor_node
+            node = self.file_tree.cursor_node
             entry = node.data if node is not None else None
             if entry is None or entry.is_dir or entry.placeholder:
                 self.notify("Open or highlight a file first", severity="warning")

@@ -352,7 +352,7 @@ class FileViewer(Vertical):
         #: Bytes received from `read_file` since the last `open_remote`: the viewer's whole transfer.
         self.bytes_received = 0
         self.complete = False
-        self.loading = False
+        self.is_loading = False
         self.error: str | None = None
         #: `time.perf_counter()` at the last `open_remote`/`show_bytes`.
         self.opened_at: float | None = None
@@ -378,7 +378,7 @@ class FileViewer(Vertical):
     @property
     def is_settled(self) -> bool:
         """Nothing loading or highlighting any more (for tests and benchmarks)."""
-        return not self.loading and not any(w.node is self and w.is_running for w in self.workers)
+        return not self.is_loading and not any(w.node is self and w.is_running for w in self.workers)
 
     # opening ------------------------------------------------------------------
 
@@ -408,7 +408,7 @@ class FileViewer(Vertical):
     def open_remote(self, path: str, size: int | None = None) -> None:
         """Stream the start of `path` from the session (`size` from file_info, when known)."""
         generation = self._start(path, size)
-        self.loading = True
+        self.is_loading = True
         self._stream(generation, path)
 
     def show_bytes(self, path: str, data: bytes, size: int | None = None) -> None:
@@ -419,15 +419,15 @@ class FileViewer(Vertical):
 
     def load_more(self) -> None:
         """Load the next step of a text or hex view, if there is more and room for it."""
-        if self.path is None or self.loading or self.complete or (self.kind is FileKind.IMAGE and not self.hex_forced):
+        if self.path is None or self.is_loading or self.complete or self.session_id is None:
+            return  # (no session: bytes given by `show_bytes`, there is no stream to ask)
+        if self.kind is FileKind.IMAGE and not self.hex_forced:
             return
-        if self.session_id is None:
-            return  # bytes given by `show_bytes`: there is no stream to ask
         if self.loaded_bytes >= MAX_LOADED:
             self.notify(f"The viewer stops at {human_bytes(MAX_LOADED)}; press s to save the whole file.")
             return
         self._target = min(self.loaded_bytes + LOAD_STEP, MAX_LOADED)
-        self.loading = True
+        self.is_loading = True
         self._set_footer()
         self._stream(self._generation, self.path)
 
@@ -454,7 +454,7 @@ class FileViewer(Vertical):
                     eof = True
         except ClientError as error:
             if generation == self._generation:
-                self.loading = False
+                self.is_loading = False
                 self._failed(error)
             return
         self._finish_step(generation, eof=eof)
@@ -502,7 +502,7 @@ class FileViewer(Vertical):
     def _finish_step(self, generation: int, *, eof: bool) -> None:
         if generation != self._generation:
             return
-        self.loading = False
+        self.is_loading = False
         self.complete = eof or (self.total_size is not None and self.loaded_bytes >= self.total_size > 0)
         if self.kind is None:
             self._decide(complete=True)
@@ -552,7 +552,7 @@ class FileViewer(Vertical):
         else:
             shown = human_bytes(self.loaded_bytes)
             total = f" of {human_bytes(self.total_size)}" if self.total_size else ""
-            if self.loading:
+            if self.is_loading:
                 lines.footer = f"── {shown}{total} shown · loading… ──"
             elif self.loaded_bytes >= MAX_LOADED:
                 lines.footer = f"── {shown}{total} shown · the viewer stops here; s saves the whole file ──"

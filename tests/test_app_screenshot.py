@@ -1,0 +1,206 @@
+"""The screenshot pane against a real local service (Pilot): real Chromium when it is installed, the
+service's own `browser_unavailable` answer when it has none, and an SVG snapshot with a fixed PNG.
+
+Images are drawn with half-cell blocks here (forced), with textual-image's default 10×20 px cells, so
+what the tests see does not depend on the terminal running them.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import ServiceHandle, start_service, stop_service
+from PIL import Image as PILImage
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+from textual_image._terminal import CellSize, get_cell_size
+
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.wire import ScreenshotRegion
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.fixture(autouse=True)
+def fixed_cell_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cell size textual-image scales by: fixed, whatever terminal runs the tests."""
+    monkeypatch.setattr(get_cell_size, "_result", CellSize(10, 20), raising=False)
+
+
+def make_app(service) -> BbrowseApp:
+    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
+
+
+async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
+    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class PaneScreen(Screen):
+    def __init__(self, pane) -> None:
+        super().__init__()
+        self.pane = pane
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent():
+            with TabPane("Screenshot", id="screenshot"):
+                yield self.pane
+        yield Footer()
+
+
+async def open_pane(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    pane = ScreenshotPane(session_id, rendering="halfcell")
+    await app.push_screen(PaneScreen(pane))
+    pane.focus_default()
+    return pane
+
+
+def status(pane: ScreenshotPane) -> str:
+    return str(pane.query_one("#shot-status").render())
+
+
+def error_box(pane: ScreenshotPane) -> str:
+    return str(pane.query_one("#shot-error").render()) if pane.query_one("#shot-error").has_class("shown") else ""
+
+
+def test_parse_region() -> None:
+    assert parse_region("") is None
+    assert parse_region("  ") is None
+    assert parse_region("1,2,30,40") == ScreenshotRegion(x=1, y=2, width=30, height=40)
+    assert parse_region("1 2 30 40") == ScreenshotRegion(x=1, y=2, width=30, height=40)
+    for bad in ("1,2,3", "a,b,c,d", "0,0,0,10", "-1,0,5,5", "1,2,3,4,5"):
+        with pytest.raises(ValueError):
+            parse_region(bad)
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed: the service cannot take screenshots")
+async def test_capture_shows_the_image_live_view_region_and_save(
+    service, session_id: str, tmp_path: Path,
+) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        # the first capture happens when the pane is first shown
+        await wait_for(pilot, lambda: pane.image is not None or pane.error is not None, timeout=40)
+        assert pane.error is None, pane.error
+        width, height = PILImage.open(io.BytesIO(pane.png)).size
+        assert pane.png.startswith(b"\x89PNG")
+        assert f"{width}×{height} px" in status(pane)
+        assert "captured " in status(pane) and "paused" in status(pane)
+
+        # drawn inline, scaled into the pane with the PNG's aspect ratio
+        drawn = pane.view.query_one(".inline-image")
+        assert type(drawn).__name__ == "HalfcellImage"
+        cells = drawn.size
+        assert 0 < cells.width <= pane.view.size.width and 0 < cells.height <= pane.view.size.height
+        assert abs((cells.width * 10) / (cells.height * 20) - width / height) < 0.1
+        assert cells.width == pane.view.size.width or cells.height == pane.view.size.height  # fills one side
+
+        # live view: captures again on its own, then pauses
+        first = pane.captured_at
+        await pilot.press("minus")  # every 1 s
+        assert "every 1s" in status(pane)
+        await pilot.press("a")
+        assert "● live" in status(pane)
+        await wait_for(pilot, lambda: pane.captured_at is not None and pane.captured_at > first, timeout=20)
+        await pilot.press("a")
+        assert "paused" in status(pane)
+        await pilot.press("plus", "plus")
+        assert "every 3s" in status(pane)
+
+        # a region gives a picture of that size
+        await pilot.press("R", *"0,0,200,100", "enter")
+        await wait_for(pilot, lambda: pane.image is not None and pane.image.size == (200, 100))
+        assert "200×100 px" in status(pane) and "region 0,0 200×100" in status(pane)
+        await pilot.press("R", "ctrl+u", "enter")  # empty clears it
+        await wait_for(pilot, lambda: pane.capture_region is None and pane.image.size == (width, height))
+
+        pane.save_dir = tmp_path
+        await pilot.press("s")
+        assert pane.last_saved is not None and pane.last_saved.parent == tmp_path
+        assert pane.last_saved.read_bytes() == pane.png
+        assert any(str(pane.last_saved) in n.message for n in app._notifications)
+
+
+async def test_a_region_outside_the_viewport_shows_the_error_in_the_pane(service, session_id: str) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await open_pane(pilot, app, session_id)
+        await wait_for(pilot, lambda: not pane.capturing and (pane.image is not None or pane.error is not None), 40)
+        await pilot.press("R", *"1,2,3", "enter")  # not four numbers: refused before asking
+        assert "four numbers" in str(pane.query_one("#shot-region-error").render())
+        await pilot.press("ctrl+u", *"0,0,99999,10", "enter")
+        await wait_for(pilot, lambda: "bad_request (400)" in error_box(pane))
+        assert "viewport" in error_box(pane)
+        assert "failed" in status(pane)
+
+
+@pytest.fixture(scope="module")
+def service_without_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """A second service told to use a Chromium that does not exist: every capture answers 503."""
+    handle = start_service(tmp_path_factory.mktemp("no-chromium"), {"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
+    yield handle
+    stop_service(handle)
+
+
+async def test_browser_unavailable_shows_code_and_message_in_the_pane(service_without_chromium) -> None:
+    service = service_without_chromium
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=60) as http:
+        created = await http.post("/browsers", json={})
+        assert created.status_code == 200, created.text
+        session_id = created.json()["session_id"]
+        app = make_app(service)
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = await open_pane(pilot, app, session_id)
+            await wait_for(pilot, lambda: "browser_unavailable (503)" in error_box(pane))
+            assert "Chromium" in error_box(pane)
+            assert "failed" in status(pane) and pane.image is None
+            await pilot.press("a")  # the live view keeps the error up while it keeps failing
+            await pilot.press("space")
+            await wait_for(pilot, lambda: not pane.capturing)
+            assert "browser_unavailable (503)" in error_box(pane)
+        await http.delete(f"/browsers/{session_id}")
+
+
+# snapshot --------------------------------------------------------------------------------------
+
+
+def fixed_png() -> bytes:
+    """A small deterministic picture: four coloured quarters and a white bar."""
+    image = PILImage.new("RGB", (160, 90), (30, 30, 30))
+    for (x, y), colour in zip([(0, 0), (80, 0), (0, 45), (80, 45)],
+                              [(220, 60, 60), (60, 180, 90), (70, 110, 220), (230, 200, 60)], strict=True):
+        image.paste(colour, (x, y, x + 80, y + 45))
+    image.paste((255, 255, 255), (20, 40, 140, 50))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+class ShotApp(App):
+    def compose(self) -> ComposeResult:
+        yield ScreenshotPane("snap-session", auto_capture=False, rendering="halfcell")
+
+    def on_mount(self) -> None:
+        self.query_one(ScreenshotPane).show_png(fixed_png(), captured_at=datetime(2024, 5, 1, 12, 0, 5))
+
+
+def test_snapshot_screenshot_pane(snap_compare) -> None:
+    assert snap_compare(ShotApp(), terminal_size=(80, 24))
