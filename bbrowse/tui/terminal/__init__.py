@@ -6,5 +6,7 @@ the widget knows nothing about HTTP: the app hands it a `send_input` callback an
 """
 
 from .emulator import TerminalEmulator
+from .keys import encode_paste, translate_key
+from .widget import TerminalView
 
-__all__ = ["TerminalEmulator"]
+__all__ = ["TerminalEmulator", "TerminalView", "encode_paste", "translate_key"]

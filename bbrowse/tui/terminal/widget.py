@@ -1,0 +1,451 @@
+"""`TerminalView`: a Textual widget that shows a `TerminalEmulator` and types into the program.
+
+It knows nothing about HTTP. The app feeds it the program's output (`feed` / `write`) and gives it
+two callbacks: `send_input(bytes)` (async), called with every keystroke, paste and query answer in
+order, and `on_pty_resize(cols, rows)`, called (debounced) when the pane's size changes.
+
+How it stays responsive under a flood (`yes`, `cat` of a big file):
+- output is queued, never parsed in the caller; one drain task parses it in slices and yields to
+  the event loop every few milliseconds, so key events are handled between slices;
+- a backlog of plain lines that would scroll away unseen is skipped exactly
+  (`TerminalEmulator.skip_scrolled_away`), so the drain catches up at once after ctrl-c;
+- drawing is coalesced: parsing only marks rows dirty, and at most ~60 times a second one refresh
+  of the dirty rows is scheduled; `render_line` reads the latest state when Textual draws;
+- keys never wait for drawing: a key becomes bytes and is handed to a sender task at once; the sender
+  joins whatever queued up while the previous send was in flight, keeping the order.
+
+Keys: everything goes to the program (the widget consumes every key, even the app's priority
+bindings), except a double Esc, which leaves the pane (`LeaveRequested`); a single Esc is held for
+0.4 s and then sent. Shift+PgUp/PgDn and the mouse wheel scroll the scrollback on the main screen.
+After `show_exit(code)` the pane shows a banner and `r` posts `RestartRequested`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region
+from textual.message import Message
+from textual.strip import Strip
+from textual.timer import Timer
+from textual.widget import Widget
+
+from .emulator import TerminalEmulator
+from .keys import encode_paste, translate_key
+
+SendInput = Callable[[bytes], Awaitable[object]]
+PtyResize = Callable[[int, int], object]
+
+DOUBLE_ESCAPE_SECONDS = 0.4
+FRAME_SECONDS = 1 / 60
+RESIZE_DEBOUNCE_SECONDS = 0.1
+# Parse for at most this long before letting the event loop run (keys, timers, drawing).
+FEED_BUDGET_SECONDS = 0.004
+FEED_SLICE_BYTES = 16 * 1024
+# A backlog bigger than this is checked for a flood that can be skipped.
+SKIP_CHECK_BYTES = 256 * 1024
+# `write()` waits while more than this is queued: back-pressure for the reader.
+HIGH_WATER_BYTES = 4 * 1024 * 1024
+WHEEL_LINES = 3
+
+LEAVE_HINT = "esc esc: leave pane"
+
+
+class TerminalView(Widget, can_focus=True):
+    """A terminal pane: draws the emulator with the line API and sends keys to the program."""
+
+    DEFAULT_CSS = """
+    TerminalView {
+        width: 1fr;
+        height: 1fr;
+        border: round $foreground 30%;
+        border-subtitle-color: $foreground 60%;
+    }
+    TerminalView:focus {
+        border: round $accent;
+    }
+    """
+
+    @dataclass
+    class LeaveRequested(Message):
+        """The user pressed Esc twice: focus should leave the pane."""
+
+        terminal: TerminalView
+
+        @property
+        def control(self) -> TerminalView:
+            return self.terminal
+
+    @dataclass
+    class RestartRequested(Message):
+        """The program had exited and the user pressed `r`."""
+
+        terminal: TerminalView
+
+        @property
+        def control(self) -> TerminalView:
+            return self.terminal
+
+    @dataclass
+    class Input(Message):
+        """Bytes for the program, posted when no `send_input` callback was given."""
+
+        terminal: TerminalView
+        data: bytes
+
+        @property
+        def control(self) -> TerminalView:
+            return self.terminal
+
+    @dataclass
+    class InputFailed(Message):
+        """`send_input` raised: the bytes were not delivered."""
+
+        terminal: TerminalView
+        error: BaseException
+
+        @property
+        def control(self) -> TerminalView:
+            return self.terminal
+
+    @dataclass
+    class TitleChanged(Message):
+        """The program set the window title (OSC 0 / 2)."""
+
+        terminal: TerminalView
+        title: str
+
+        @property
+        def control(self) -> TerminalView:
+            return self.terminal
+
+    def __init__(
+        self,
+        *,
+        send_input: SendInput | None = None,
+        on_pty_resize: PtyResize | None = None,
+        scrollback: int = 10_000,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.emulator = TerminalEmulator(80, 24, scrollback=scrollback)
+        self.send_input = send_input
+        self.on_pty_resize = on_pty_resize
+        self._backlog = bytearray()
+        self._drain_task: asyncio.Task[None] | None = None
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._outbox = bytearray()
+        self._sender_task: asyncio.Task[None] | None = None
+        self._frame_timer: Timer | None = None
+        self._last_frame = 0.0
+        self._escape_timer: Timer | None = None
+        self._resize_timer: Timer | None = None
+        self._reported_size: tuple[int, int] | None = None
+        self._callbacks: set[asyncio.Future[object]] = set()
+        self._drawn_cursor: tuple[int, int, bool] | None = None
+        self._title = ""
+        self.exit_code: int | None = None
+        self.exited = False
+        self.border_subtitle = LEAVE_HINT
+
+    # ------------------------------------------------------------------ output from the program
+
+    @property
+    def terminal_size(self) -> tuple[int, int]:
+        """(cols, rows) the program should be told."""
+        return (self.emulator.cols, self.emulator.rows)
+
+    def feed(self, data: bytes) -> None:
+        """Queue program output; it is parsed in the background, in order."""
+        if not data:
+            return
+        self._backlog += data
+        self._drained.clear()
+        if self._drain_task is None or self._drain_task.done():
+            self._drain_task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def write(self, data: bytes) -> None:
+        """`feed`, then wait while the backlog is above the high-water mark (back-pressure)."""
+        self.feed(data)
+        while len(self._backlog) > HIGH_WATER_BYTES and self._drain_task is not None and not self._drain_task.done():
+            await asyncio.sleep(0.005)
+
+    async def wait_drained(self) -> None:
+        """Wait until everything fed so far has been parsed."""
+        await self._drained.wait()
+
+    async def _drain(self) -> None:
+        emulator = self.emulator
+        backlog = self._backlog
+        try:
+            while backlog:
+                started = time.perf_counter()
+                while backlog and time.perf_counter() - started < FEED_BUDGET_SECONDS:
+                    if len(backlog) > SKIP_CHECK_BYTES:
+                        data = bytes(backlog)
+                        rest = emulator.skip_scrolled_away(data)
+                        if len(rest) != len(data):
+                            del backlog[: len(data) - len(rest)]
+                    chunk = bytes(backlog[:FEED_SLICE_BYTES])
+                    del backlog[:FEED_SLICE_BYTES]
+                    emulator.feed(chunk)
+                    replies = emulator.take_replies()
+                    if replies:
+                        self._send(replies)
+                self._schedule_frame()
+                if backlog:
+                    # Let the loop run keys, timers and drawing before the next budget.
+                    await asyncio.sleep(0.001)
+        finally:
+            if not backlog:
+                self._drained.set()
+
+    # ------------------------------------------------------------------ drawing
+
+    def _schedule_frame(self) -> None:
+        """Refresh the dirty rows at most once per frame, drawing whatever is latest by then."""
+        if self._frame_timer is not None or not self.is_mounted:
+            return
+        delay = max(0.001, self._last_frame + FRAME_SECONDS - time.monotonic())  # Textual's timers need > 0
+        self._frame_timer = self.set_timer(delay, self._frame, name="terminal-frame")
+
+    def _frame(self) -> None:
+        self._frame_timer = None
+        self._last_frame = time.monotonic()
+        emulator = self.emulator
+        dirty = emulator.take_dirty()
+        cursor = self._cursor_state()
+        if cursor != self._drawn_cursor:
+            for state in (cursor, self._drawn_cursor):
+                if state is not None:
+                    dirty.add(state[1])
+            self._drawn_cursor = cursor
+        if emulator.title != self._title:
+            self._title = emulator.title
+            self.post_message(self.TitleChanged(self, self._title))
+        if not dirty:
+            return
+        width = self.size.width
+        if len(dirty) >= emulator.rows:
+            self.refresh()
+        else:
+            self.refresh(*(Region(0, y, width, 1) for y in sorted(dirty)))
+
+    def _cursor_state(self) -> tuple[int, int, bool] | None:
+        emulator = self.emulator
+        if not (emulator.cursor_visible and emulator.scroll_offset == 0 and not self.exited):
+            return None
+        x, y = emulator.cursor
+        return (x, y, self.has_focus)
+
+    def render_line(self, y: int) -> Strip:
+        emulator = self.emulator
+        width = self.size.width
+        if self.exited and y == self.size.height - 1:
+            return self._exit_banner(width)
+        cursor = self._cursor_state()
+        cursor_x = cursor[0] if cursor is not None and cursor[1] == y and cursor[2] else -1
+        strip = emulator.render_line(y, cursor_x)
+        if strip.cell_length != width:
+            strip = strip.crop(0, width).extend_cell_length(width)
+        return strip.apply_style(self.rich_style)
+
+    def _exit_banner(self, width: int) -> Strip:
+        if self.exit_code is None:
+            text = " process ended — press r to restart "
+        else:
+            text = f" process exited with code {self.exit_code} — press r to restart "
+        style = Style(bold=True, reverse=True)
+        return Strip([Segment(text[:width], style)]).extend_cell_length(width, style)
+
+    def on_focus(self) -> None:
+        if self.emulator.focus_events:
+            self._send(b"\x1b[I")
+        self._schedule_frame()
+
+    def on_blur(self) -> None:
+        if self.emulator.focus_events:
+            self._send(b"\x1b[O")
+        self._flush_escape()
+        self._schedule_frame()
+
+    # ------------------------------------------------------------------ size
+
+    def on_resize(self, event: events.Resize) -> None:
+        cols, rows = self.size.width, self.size.height
+        if cols < 1 or rows < 1:
+            return
+        if (cols, rows) != self.terminal_size:
+            self.emulator.resize(cols, rows)
+            self.refresh()
+        if self._resize_timer is not None:
+            self._resize_timer.stop()
+        self._resize_timer = self.set_timer(RESIZE_DEBOUNCE_SECONDS, self._report_size, name="terminal-resize")
+
+    def _report_size(self) -> None:
+        self._resize_timer = None
+        size = self.terminal_size
+        if size == self._reported_size or self.on_pty_resize is None:
+            return
+        self._reported_size = size
+        result = self.on_pty_resize(*size)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            self._callbacks.add(task)
+            task.add_done_callback(self._callbacks.discard)
+
+    # ------------------------------------------------------------------ input to the program
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """Every key belongs to the program while the pane has focus (even ctrl+p and ctrl+q)."""
+        return True
+
+    def _send(self, data: bytes) -> None:
+        """Hand bytes to the program now, in order; sends in flight are joined, never reordered."""
+        if self.send_input is None:
+            self.post_message(self.Input(self, data))
+            return
+        self._outbox += data
+        if self._sender_task is None or self._sender_task.done():
+            self._sender_task = asyncio.get_running_loop().create_task(self._sender())
+
+    async def _sender(self) -> None:
+        while self._outbox and self.send_input is not None:
+            data = bytes(self._outbox)
+            self._outbox.clear()
+            try:
+                await self.send_input(data)
+            except Exception as error:  # the app shows it; the pane keeps working
+                self.post_message(self.InputFailed(self, error))
+
+    async def on_key(self, event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+        key = event.key
+        if key == "escape":
+            if self._escape_timer is not None:
+                self._escape_timer.stop()
+                self._escape_timer = None
+                self.post_message(self.LeaveRequested(self))
+            elif self.exited:
+                self.post_message(self.LeaveRequested(self))
+            else:
+                self._escape_timer = self.set_timer(DOUBLE_ESCAPE_SECONDS, self._flush_escape, name="terminal-escape")
+            return
+        self._flush_escape()
+        if self.exited:
+            if key == "r":
+                self.post_message(self.RestartRequested(self))
+            return
+        emulator = self.emulator
+        if key in ("shift+pageup", "shift+pagedown") and not emulator.alternate_screen_active:
+            page = max(1, emulator.rows - 1)
+            emulator.scroll_view(page if key == "shift+pageup" else -page)
+            self._schedule_frame()
+            return
+        data = translate_key(key, event.character, application_cursor=emulator.application_cursor_keys)
+        if data is None:
+            return
+        if emulator.scroll_offset:
+            emulator.scroll_to_bottom()
+            self._schedule_frame()
+        self._send(data)
+
+    def _flush_escape(self) -> None:
+        """Send a held Esc: no second one came in time (or another key did)."""
+        if self._escape_timer is not None:
+            self._escape_timer.stop()
+            self._escape_timer = None
+            self._send(b"\x1b")
+
+    def on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        event.prevent_default()
+        if self.exited or not event.text:
+            return
+        self._flush_escape()
+        self._send(encode_paste(event.text, self.emulator.bracketed_paste))
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        self._wheel(event, up=True)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        self._wheel(event, up=False)
+
+    def _wheel(self, event: events.MouseEvent, up: bool) -> None:
+        emulator = self.emulator
+        if emulator.mouse_tracking and not self.exited:
+            self._send(_mouse_report(64 if up else 65, event.x, event.y, True, emulator.mouse_sgr))
+        elif emulator.alternate_screen_active and not self.exited:
+            # As xterm's alternateScroll: the wheel becomes arrow keys for pagers and editors.
+            arrow = translate_key("up" if up else "down", None, application_cursor=emulator.application_cursor_keys)
+            self._send((arrow or b"") * WHEEL_LINES)
+        else:
+            emulator.scroll_view(WHEEL_LINES if up else -WHEEL_LINES)
+            self._schedule_frame()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        self.focus()
+        if self.emulator.mouse_tracking and not self.exited:
+            self._send(_mouse_report(_button_code(event), event.x, event.y, True, self.emulator.mouse_sgr))
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self.emulator.mouse_tracking and not self.exited:
+            sgr = self.emulator.mouse_sgr
+            self._send(_mouse_report(_button_code(event) if sgr else 3, event.x, event.y, False, sgr))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def show_exit(self, code: int | None) -> None:
+        """The program ended: draw the banner; `r` then asks for a restart."""
+        self.exited = True
+        self.exit_code = code
+        self._flush_escape()
+        self.refresh()
+
+    def reset(self) -> None:
+        """Blank slate for a new program: the screen, scrollback, queued output and exit state go."""
+        self._backlog.clear()
+        self._outbox.clear()
+        self.emulator.reset()
+        self.exited = False
+        self.exit_code = None
+        self._reported_size = None
+        self.refresh()
+
+    def on_unmount(self) -> None:
+        for task in (self._drain_task, self._sender_task):
+            if task is not None and not task.done():
+                task.cancel()
+
+
+def _button_code(event: events.MouseEvent) -> int:
+    code = {1: 0, 2: 1, 3: 2}.get(event.button, 0)
+    if event.shift:
+        code |= 4
+    if event.meta:
+        code |= 8
+    if event.ctrl:
+        code |= 16
+    return code
+
+
+def _mouse_report(code: int, x: int, y: int, press: bool, sgr: bool) -> bytes:
+    """A mouse event in SGR form (`CSI < b ; x ; y M/m`) or the X10 form (`CSI M b x y`)."""
+    if sgr:
+        return f"\x1b[<{code};{x + 1};{y + 1}{'M' if press else 'm'}".encode()
+    if x > 222 or y > 222:
+        return b""
+    return b"\x1b[M" + bytes([32 + code, 33 + x, 33 + y])
