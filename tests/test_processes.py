@@ -176,6 +176,20 @@ async def test_late_subscriber_gets_backlog_and_all_subscribers_get_every_chunk(
     assert status["state"] == "exited" and status["exit_code"] == 0
 
 
+async def test_first_subscriber_gets_everything_later_ones_a_bounded_backlog(
+    http: httpx.AsyncClient, sid: str
+) -> None:
+    proc = await spawn(http, sid, "seq", "1", "500000")  # 3.4 MB, written before anyone listens
+    expected = b"".join(b"%d\n" % i for i in range(1, 500001))
+    async with stream(http, sid, proc["process_id"]) as first:
+        assert await first.until_exit() == 0
+    assert first.stdout == expected
+    async with stream(http, sid, proc["process_id"]) as late:
+        assert await late.until_exit() == 0
+    assert 1 << 20 <= len(late.stdout) <= (1 << 20) + (64 << 10)  # the last MiB or so, in whole chunks
+    assert expected.endswith(late.stdout)
+
+
 async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, sid: str) -> None:
     spawned = await asyncio.to_thread(
         sdk.browsers.process.spawn, sid, command="cat", allocate_tty=True, cols=90, rows=20
