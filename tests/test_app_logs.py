@@ -352,3 +352,18 @@ def test_log_pane_snapshot(snap_compare) -> None:
 
 def test_log_pane_snapshot_wrapped_with_pretty_json(snap_compare) -> None:
     assert snap_compare(SnapshotApp(), terminal_size=(60, 24), press=["j", "w"])
+
+
+async def test_c_copies_the_mouse_selection_or_the_current_line() -> None:
+    app = SnapshotApp()
+    async with app.run_test(size=(100, 16)) as pilot:
+        view = app.query_one(LogView)
+        await pilot.pause()
+        await pilot.press("c")  # no cursor, no selection: the last line on screen
+        assert app.clipboard == SNAPSHOT_LINES[-1]
+        await pilot.mouse_down(LogView, offset=(11, 1))
+        await pilot.hover(LogView, offset=(20, 2))
+        await pilot.mouse_up(LogView, offset=(20, 2))
+        await pilot.pause()
+        await pilot.press("c")
+        assert app.clipboard == "12:00:01 INFO  GET /browsers 200 1.2ms\n2025-01-01 12:00:02 W"

@@ -394,3 +394,12 @@ class RowMap:
     def height(self, pos: int) -> int:
         k = pos - self._base
         return self._cum[k + 1] - self._cum[k]
+
+    def absolute_row(self, pos: int) -> int:
+        """A row number of the entry at `pos` that does not change as entries drop off the front."""
+        return self._cum[pos - self._base]
+
+    @property
+    def top_absolute_row(self) -> int:
+        """`absolute_row` of the first entry: absolute row - this = view row."""
+        return self._cum[self._first - self._base]

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rich.highlighter import JSONHighlighter
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events, on, work
@@ -37,15 +38,18 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
-from textual.widgets import Input, Static
+from textual.widget import Widget
+from textual.widgets import Input
 
 from bbrowse.tui.ansi_text import cell_width, pretty_json, to_text
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY, AllLines, LogBuffer, MatchIndex, RowMap
 
 #: Upper bound of batches (and repaints) per second while lines stream in.
-FRAMES_PER_SECOND = 40
+FRAMES_PER_SECOND = 30
 #: Rendered lines kept; a screenful needs a few dozen, the rest makes scrolling back and forth free.
 STRIP_CACHE_SIZE = 2000
+#: Final screen rows kept (several panes' worth of screens).
+ROW_CACHE_SIZE = 4000
 #: Width of the `t` timestamp column: `12:34:56.789 `.
 TIMESTAMP_WIDTH = 13
 #: Most rows `get_selection` turns back into text (a selection is what is on screen, give or take).
@@ -125,7 +129,9 @@ class LogView(ScrollView, can_focus=True):
         self._incoming_times: list[float] = []
         self._flush_pending = False
         self._max_width = 0
-        self._strips: LRUCache[tuple, list[Strip]] = LRUCache(STRIP_CACHE_SIZE)
+        self._strips: LRUCache[tuple, list[Strip]] = LRUCache(STRIP_CACHE_SIZE)  # by (seq, wrap width)
+        self._rows_drawn: LRUCache[tuple, Strip] = LRUCache(ROW_CACHE_SIZE)  # final rows, cropped and tagged
+        self._styles: dict[str, Style] = {}
         self._auto_scroll = False  # set while the view scrolls itself, so it is not taken for the user
 
     # feeding ------------------------------------------------------------
@@ -168,7 +174,7 @@ class LogView(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self.buffer.clear()
-        self._strips.clear()
+        self._invalidate()
         self.cursor = None
         self._relayout()
 
@@ -284,7 +290,7 @@ class LogView(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         """Options, filter or width changed: rebuild the rows, keeping the same lines on screen."""
         anchor = self._anchor()
-        self._strips.clear()
+        self._invalidate()
         self._rebuild_rows()
         self._set_virtual_size()
         if self.following:
@@ -329,7 +335,7 @@ class LogView(ScrollView, can_focus=True):
         if following:
             self.new_while_paused = 0
             self.cursor = None
-            self._strips.clear()
+            self._invalidate()
             self._scroll_to_end()
             self.refresh()
         self.post_message(self.Changed(self))
@@ -374,7 +380,7 @@ class LogView(ScrollView, can_focus=True):
     def set_cursor(self, seq: int | None, *, center: bool = False) -> None:
         """Highlight line `seq` (pausing follow) and bring it on screen; None removes the cursor."""
         self.cursor = seq
-        self._strips.clear()
+        self._invalidate()
         if seq is not None:
             self.following = False
             self._scroll_to_cursor(center=center)
@@ -439,7 +445,7 @@ class LogView(ScrollView, can_focus=True):
     def set_search(self, query: str) -> None:
         """Highlight `query` (case-insensitive) and put the cursor on the newest match on or above the screen."""
         self.search = MatchIndex(self.buffer, query) if query else None
-        self._strips.clear()
+        self._invalidate()
         self.refresh()
         if self.search is None:
             self.post_message(self.Changed(self))
@@ -535,15 +541,16 @@ class LogView(ScrollView, can_focus=True):
         if selection.start is None and selection.end is None:
             seqs = (self._view.seq_at(pos) for pos in range(self._view.first_pos, self._view.end_pos))
             return "\n".join(self.buffer.line(seq) for seq in seqs), "\n"
-        first = selection.start.y if selection.start is not None else 0
-        last = selection.end.y if selection.end is not None else self.total_rows - 1
+        top = self._top_absolute_row()  # selection offsets are absolute rows (see render_line)
+        first = selection.start.y - top if selection.start is not None else 0
+        last = selection.end.y - top if selection.end is not None else self.total_rows - 1
         first = max(0, first)
         last = min(last, self.total_rows - 1, first + MAX_SELECTION_ROWS)
         if last < first:
             return None
         rows = ["".join(segment.text for segment in self._row_strip(row)) for row in range(first, last + 1)]
-        start = None if selection.start is None else Offset(selection.start.x, selection.start.y - first)
-        end = None if selection.end is None else Offset(selection.end.x, selection.end.y - first)
+        start = None if selection.start is None else Offset(selection.start.x, selection.start.y - top - first)
+        end = None if selection.end is None else Offset(selection.end.x, selection.end.y - top - first)
         return Selection(start, end).extract("\n".join(rows)), "\n"
 
     def selection_updated(self, selection: Selection | None) -> None:
@@ -553,98 +560,151 @@ class LogView(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        """Forget every rendered strip (options, search, cursor or styles changed)."""
         self._strips.clear()
+        self._rows_drawn.clear()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        """The widget's base style ("") or a component style, looked up once per style change."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self.rich_style if not name else self.get_component_rich_style(name)
+            self._styles[name] = style
+        return style
+
+    def _absolute_row(self, pos: int, sub: int) -> int:
+        """A row number that stays with its line as old lines drop off (what selection offsets use)."""
+        return pos + sub if self._rows is None else self._rows.absolute_row(pos) + sub
+
+    def _top_absolute_row(self) -> int:
+        return self._view.first_pos if self._rows is None else self._rows.top_absolute_row
 
     def _entry_strips(self, seq: int) -> list[Strip]:
         """The rows of entry `seq` as strips, uncropped (wrapped to the width when wrapping)."""
         search = self.search.query if self.search is not None else ""
         width = self._text_width if self.wrap else 0
-        key = (seq, width, self.show_timestamps, self.pretty, search, seq == self.cursor)
+        key = (seq, width)
         cached = self._strips.get(key)
         if cached is not None:
             return cached
         buffer = self.buffer
         line = buffer.line(seq)
+        base = self._style("")
+        if seq == self.cursor:
+            base = base + self._style("logview--cursor")
         if seq in buffer.gaps:
             gap = Text(line)
-            gap.stylize(self.get_component_rich_style("logview--gap"))
+            gap.stylize(self._style("logview--gap"))
             bodies = [gap]
         else:
             pretty = pretty_json(line) if self.pretty else None
             if pretty is None:
-                bodies = [to_text(line)]
+                body = to_text(line)
+                if not body.spans and not self.show_timestamps and not (search and search.lower() in line.lower()):
+                    strip = Strip([Segment(body.plain, base)], body.cell_len)  # the common case, made cheap
+                    strips = [strip] if not width or strip.cell_length <= width else self._fold(strip, width)
+                    self._strips[key] = strips
+                    return strips
+                bodies = [body]
             else:
                 bodies = [_json_highlighter(Text(part)) for part in pretty.split("\n")]
             if search:
-                match_style = self.get_component_rich_style("logview--match")
+                match_style = self._style("logview--match")
                 for body in bodies:
                     body.highlight_words([search], match_style, case_sensitive=False)
-        base = self.rich_style
-        if seq == self.cursor:
-            base = base + self.get_component_rich_style("logview--cursor")
         console = self.app.console
         strips: list[Strip] = []
         for index, body in enumerate(bodies):
             if self.show_timestamps:
                 stamp = format_timestamp(buffer.timestamp(seq)) + " " if index == 0 else " " * TIMESTAMP_WIDTH
-                text = Text(stamp, style=self.get_component_rich_style("logview--timestamp"))
+                text = Text(stamp, style=self._style("logview--timestamp"))
                 text.append_text(body)
             else:
                 text = body
             text.stylize_before(base)
             strip = Strip(text.render(console), text.cell_len)
-            if width and strip.cell_length > width:
-                strips.extend(strip.divide([*range(width, strip.cell_length, width), strip.cell_length]))
-            else:
-                strips.append(strip)
+            strips.extend(self._fold(strip, width) if width and strip.cell_length > width else [strip])
         self._max_width = max(self._max_width, min(max(s.cell_length for s in strips), 10_000))
         self._strips[key] = strips
         return strips
 
+    @staticmethod
+    def _fold(strip: Strip, width: int) -> list[Strip]:
+        return list(strip.divide([*range(width, strip.cell_length, width), strip.cell_length]))
+
     def _row_strip(self, row: int) -> Strip:
         pos, sub = self._locate(row)
-        seq = self._view.seq_at(pos)
-        strips = self._entry_strips(seq)
+        strips = self._entry_strips(self._view.seq_at(pos))
         return strips[min(sub, len(strips) - 1)]
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
-        base = self.rich_style
         if row >= self.total_rows or row < 0:
-            return Strip.blank(width, base)
+            return Strip.blank(width, self._style(""))
         pos, sub = self._locate(row)
         seq = self._view.seq_at(pos)
+        if seq > self.drawn_seq:
+            self.drawn_seq = seq
+        x = 0 if self.wrap else scroll_x
+        absolute = self._absolute_row(pos, sub)
+        selection = self.text_selection
+        key = (seq, sub, x, width, absolute)
+        if selection is None and (cached := self._rows_drawn.get(key)) is not None:
+            return cached
         strips = self._entry_strips(seq)
         strip = strips[min(sub, len(strips) - 1)]
-        self.drawn_seq = max(self.drawn_seq, seq)
-        fill = base + self.get_component_rich_style("logview--cursor") if seq == self.cursor else base
-        strip = strip.crop_extend(0 if self.wrap else scroll_x, (0 if self.wrap else scroll_x) + width, fill)
-        selection = self.text_selection
-        if selection is not None and (span := selection.get_span(row)) is not None:
+        fill = self._style("")
+        if seq == self.cursor:
+            fill = fill + self._style("logview--cursor")
+        strip = strip.crop_extend(x, x + width, fill)
+        if selection is not None and (span := selection.get_span(absolute)) is not None:
             start, end = span
-            end = width if end == -1 else end - scroll_x
-            start = max(0, start - scroll_x)
+            end = width if end == -1 else end - x
+            start = max(0, start - x)
             if end > start:
                 style = self.screen.get_component_rich_style("screen--selection")
-                head, middle, tail = strip.divide([start, end, width])[:3]
+                head, middle, tail = strip.divide([start, min(end, width), width])
                 strip = Strip.join([head, middle.apply_style(style), tail])
-        return strip.apply_offsets(scroll_x, row)
+        strip = strip.apply_offsets(x, absolute)
+        if selection is None:
+            self._rows_drawn[key] = strip
+        return strip
 
 
-class LogStatus(Static):
-    """One line under a log: source, counts, follow and connection state, options, search and filter."""
+class LogStatus(Widget):
+    """One line under a log: source, counts, follow and connection state, options, search and filter.
+
+    Updated up to FRAMES_PER_SECOND times a second, so it only repaints (a `Static.update` would
+    lay the whole screen out again each time).
+    """
 
     COMPONENT_CLASSES = {"logstatus--paused", "logstatus--live", "logstatus--problem"}
     DEFAULT_CSS = """
     LogStatus {
-        height: 1; background: $panel; color: $text-muted; padding: 0 1;
+        height: 1; width: 1fr; background: $panel; color: $text-muted; padding: 0 1;
         & > .logstatus--paused { color: $warning; text-style: bold; }
         & > .logstatus--live { color: $success; }
         & > .logstatus--problem { color: $error; }
     }
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._text = Text()
+
+    def render(self) -> Text:
+        return self._text
+
+    def set_text(self, text: Text) -> None:
+        if text.plain != self._text.plain or text.spans != self._text.spans:
+            self._text = text
+            self.refresh()
 
 
 class LogPanel(Vertical):
@@ -693,7 +753,7 @@ class LogPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield LogView(self.capacity)
         yield Input(id="log-prompt", select_on_focus=False)
-        yield LogStatus("", markup=False)
+        yield LogStatus()
 
     @property
     def view(self) -> LogView:
@@ -751,7 +811,7 @@ class LogPanel(Vertical):
             if index:
                 text.append(" │ ")
             text.append(part, style)
-        status.update(text)
+        status.set_text(text)
 
     # prompt -------------------------------------------------------------------
 
