@@ -80,8 +80,10 @@ def _json_error(status: int, code: str, message: str, details=None, headers=None
 
 
 def _field_name(loc: tuple) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "body"
+    """`("body", "cwd")` -> `cwd`; only the leading location kind is dropped (a query can be named `path`)."""
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    return ".".join(str(p) for p in loc) or "body"
 
 
 def validation_details(errors: list[dict]) -> list[ErrorDetail]:
