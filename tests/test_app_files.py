@@ -252,6 +252,11 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
         assert viewer.lines.row_text(2 * LOAD_STEP // len(line) - 1) == line.decode().rstrip("\n")
         assert viewer.bytes_received <= 3 * LOAD_STEP + 512 * 1024
 
+        # scrolling to the end loads the next step too
+        viewer.lines.focus()
+        await pilot.press("end")
+        await wait_for(pilot, lambda: not viewer.is_loading and viewer.loaded_bytes == 3 * LOAD_STEP)
+
 
 async def test_an_image_file_is_drawn_as_an_image(
     service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -354,8 +354,9 @@ class FileViewer(Vertical):
         self.complete = False
         self.is_loading = False
         self.error: str | None = None
-        #: `time.perf_counter()` at the last `open_remote`/`show_bytes`.
+        #: `time.perf_counter()` at the last `open_remote`/`show_bytes`, and when its first block was in.
         self.opened_at: float | None = None
+        self.first_block_at: float | None = None
         self.hex_forced = False
         self._generation = 0
         self._target = LOAD_STEP
@@ -397,6 +398,7 @@ class FileViewer(Vertical):
         self._image_failed = False
         self._target = LOAD_STEP
         self.opened_at = time.perf_counter()
+        self.first_block_at = None
         self.lines.reset()
         self.lines.total_size = size
         self.query_one(ScreenshotView).show(None)
@@ -450,6 +452,9 @@ class FileViewer(Vertical):
                     start, seen = seen, seen + len(chunk)
                     if seen > skip and self._take(generation, chunk[max(skip - start, 0):]):
                         break
+                    # Chunks already buffered would otherwise be taken back to back: give the
+                    # screen its turn, so the first rows are drawn before the step is complete.
+                    await asyncio.sleep(0)
                 else:
                     eof = True
         except ClientError as error:
@@ -486,6 +491,7 @@ class FileViewer(Vertical):
             lines.changed()
 
     def _decide(self, *, complete: bool) -> None:
+        self.first_block_at = time.perf_counter()
         data = bytes(self.lines.data)
         self.kind = detect_kind(data[:SNIFF_BYTES], complete=complete)
         if self.kind is FileKind.IMAGE:

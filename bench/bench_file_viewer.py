@@ -1,0 +1,190 @@
+"""How fast the file viewer shows the first screen of a 500 MB file, against the raw first 64 KiB.
+
+Run on purpose, not in the test suite:
+
+    .venv/bin/python bench/bench_file_viewer.py [--size-mb 500] [--runs 7] [--binary]
+
+It starts its own `bbrowse serve` (a separate process, state in a temporary directory, no Chromium:
+files need none), writes a file of --size-mb of log-like text lines (or random bytes with --binary)
+and creates a session. Then, interleaved, --runs times each after one warm-up:
+
+1. baseline: `client.fs.read_file` until the first 64 KiB arrived, then close the stream;
+2. viewer: `FileViewer.open_remote` in a headless Textual app (the same client) until its first row
+   of content was drawn (the widget stamps it in `render_line`), plus when the 256 KiB step was in
+   and the stream closed, and how many bytes it received.
+
+Prints the medians and the ratio; the target is a first screen ≤ 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+from textual.app import App, ComposeResult
+
+from bbrowse.client import BrowserClient
+from bbrowse.tui.widgets.file_viewer import FileLines, FileViewer
+
+BASELINE_BYTES = 64 * 1024
+TARGET_MS = 300.0
+LINE = b"2024-05-01T12:00:00.123Z INFO  worker-3 request served path=/api/v1/items?page=7 status=200 ms=12\n"
+
+
+def start_service(state: Path) -> tuple[subprocess.Popen, str, str]:
+    env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "BBROWSE_CHROMIUM": "/nonexistent/no-browser-needed"}
+    env.pop("KERNEL_API_KEY", None)
+    env.pop("KERNEL_BASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bbrowse", "serve", "--port", "0"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            info = json.loads((state / "serve.json").read_text())
+            if info.get("pid") == proc.pid:
+                headers = {"Authorization": f"Bearer {info['token']}"}
+                if httpx.get(info["url"] + "/browsers", headers=headers, timeout=2).status_code == 200:
+                    return proc, info["url"], info["token"]
+        except (OSError, ValueError, httpx.HTTPError):
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("bbrowse serve did not answer within 30 s")
+
+
+def stop_service(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def write_file(path: Path, size: int, binary: bool) -> None:
+    block_size = 4 * 1024 * 1024
+    block = os.urandom(block_size) if binary else LINE * (block_size // len(LINE))
+    with path.open("wb") as out:
+        written = 0
+        while written < size:
+            piece = block[: size - written]
+            out.write(piece)
+            written += len(piece)
+
+
+async def baseline(client: BrowserClient, sid: str, path: str) -> float:
+    """Seconds until the first 64 KiB of `path` arrived through read_file (stream closed right after)."""
+    started = time.perf_counter()
+    received = 0
+    async with client.fs.read_file(sid, path) as chunks:
+        async for chunk in chunks:
+            received += len(chunk)
+            if received >= BASELINE_BYTES:
+                break
+    return time.perf_counter() - started
+
+
+class ViewerApp(App):
+    def __init__(self, client: BrowserClient, sid: str) -> None:
+        super().__init__()
+        self.client = client
+        self.sid = sid
+
+    def compose(self) -> ComposeResult:
+        yield FileViewer(self.sid)
+
+
+async def viewer_run(pilot, viewer: FileViewer, path: str, size: int) -> tuple[float, float, float, int]:
+    """Seconds to the first block in, to the first drawn row, until the step was in and the stream closed;
+    and the bytes received."""
+    viewer.open_remote(path, size)
+    lines = viewer.query_one(FileLines)
+    deadline = time.monotonic() + 30
+    while lines.first_paint_at is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the viewer drew nothing within 30 s")
+        await asyncio.sleep(0.001)
+    first = lines.first_paint_at - viewer.opened_at
+    while not viewer.is_settled and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    settled = time.perf_counter() - viewer.opened_at
+    return viewer.first_block_at - viewer.opened_at, first, settled, viewer.bytes_received
+
+
+def summary(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    return f"median {statistics.median(ms):7.1f} ms   min {ms[0]:7.1f}   max {ms[-1]:7.1f}"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mb", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--binary", action="store_true", help="random bytes (hex dump) instead of text lines")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bbrowse-bench-viewer-") as tmp:
+        tmp_path = Path(tmp)
+        big = tmp_path / ("big.bin" if args.binary else "big.log")
+        size = args.size_mb * 1024 * 1024
+        started = time.perf_counter()
+        write_file(big, size, args.binary)
+        print(f"file: {big.name}, {size / 2**20:.0f} MiB of {'random bytes' if args.binary else 'text lines'} "
+              f"(written in {time.perf_counter() - started:.1f} s)")
+        proc, url, token = start_service(tmp_path / "state")
+        try:
+            client = BrowserClient(url, token)
+            sid = (await client.sessions.create()).session_id
+            app = ViewerApp(client, sid)
+            rss_before = psutil.Process().memory_info().rss
+            base_times: list[float] = []
+            block_times: list[float] = []
+            first_times: list[float] = []
+            settled_times: list[float] = []
+            received: list[int] = []
+            async with app.run_test(size=(120, 40)) as pilot:
+                viewer = app.query_one(FileViewer)
+                await baseline(client, sid, str(big))  # warm-up: connection pool, page cache
+                await viewer_run(pilot, viewer, str(big), size)
+                for _ in range(args.runs):
+                    base_times.append(await baseline(client, sid, str(big)))
+                    block, first, settled, got = await viewer_run(pilot, viewer, str(big), size)
+                    block_times.append(block)
+                    first_times.append(first)
+                    settled_times.append(settled)
+                    received.append(got)
+                shown = viewer.lines.row_text(0)
+            rss_after = psutil.Process().memory_info().rss
+        finally:
+            stop_service(proc)
+
+    print(f"load: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores; {args.runs} runs each after a warm-up")
+    print(f"read_file, first 64 KiB (client only):   {summary(base_times)}")
+    print(f"viewer, first block in (kind decided):   {summary(block_times)}")
+    print(f"viewer, first screen drawn:              {summary(first_times)}")
+    print(f"viewer, 256 KiB step in, stream closed:  {summary(settled_times)}")
+    ratio = statistics.median(first_times) / statistics.median(base_times)
+    print(f"ratio first screen / first 64 KiB:       {ratio:.2f}")
+    print(f"bytes the viewer received per open:      max {max(received):,} of {size:,} "
+          f"({max(received) / size * 100:.3f} %)")
+    print(f"bench process RSS: {rss_before / 2**20:.0f} MiB before the app ran, {rss_after / 2**20:.0f} MiB after")
+    print(f"first row shown: {shown[:80]!r}")
+    verdict = "OK" if statistics.median(first_times) * 1000 <= TARGET_MS else "OVER TARGET"
+    print(f"target first screen <= {TARGET_MS:.0f} ms: {verdict}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
