@@ -56,8 +56,8 @@ class Output:
 
     def __init__(self, lines: AsyncIterator[str]) -> None:
         self._lines = lines
-        self.stdout = b""
-        self.stderr = b""
+        self.stdout = bytearray()  # bytearray: appending is linear, not quadratic, for big outputs
+        self.stderr = bytearray()
         self.events: list[dict] = []
         self.exit_code: int | None = None
 
@@ -188,6 +188,40 @@ async def test_first_subscriber_gets_everything_later_ones_a_bounded_backlog(
         assert await late.until_exit() == 0
     assert 1 << 20 <= len(late.stdout) <= (1 << 20) + (64 << 10)  # the last MiB or so, in whole chunks
     assert expected.endswith(late.stdout)
+
+
+async def test_a_stalled_subscriber_blocks_neither_the_process_nor_others(
+    http: httpx.AsyncClient, sid: str
+) -> None:
+    size = 24_000_000  # far more than the socket buffers of the stalled connection hold
+    proc = await spawn(http, sid, "sh", "-c", f"read go; head -c {size} /dev/zero")
+    pid = proc["process_id"]
+    async with http.stream("GET", f"/browsers/{sid}/process/{pid}/stdout/stream") as stalled:
+        assert stalled.status_code == 200  # ...and then never read
+        async with stream(http, sid, pid) as reader:
+            await write(http, sid, pid, b"go\n")
+            assert await reader.until_exit() == 0
+        assert len(reader.stdout) == size
+    status = (await http.get(f"/browsers/{sid}/process/{pid}/status")).json()
+    assert status["state"] == "exited"
+
+
+def test_a_reader_too_far_behind_loses_its_oldest_output_not_the_newest() -> None:
+    from bbrowse.service.process_output import Chunk, OutputLog
+
+    async def scenario() -> None:
+        output = OutputLog(backlog_bytes=1024, max_lag_bytes=64 * 1024)
+        reader = output.follow(Chunk.raw, max_batch=1 << 30)
+        output.append(0, b"first")
+        assert await anext(reader) == b"first"
+        for i in range(100):  # 400 KiB while the reader is away: more than it may lag
+            output.append(0, bytes([i]) * 4096)
+        output.finish(0)
+        rest = b"".join([chunk async for chunk in reader])
+        assert len(rest) <= 64 * 1024 and rest.endswith(bytes([99]) * 4096)
+        assert output._retained <= 64 * 1024  # memory stayed bounded
+
+    asyncio.run(scenario())
 
 
 async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, sid: str) -> None:
