@@ -20,8 +20,10 @@ class CommandGroup(click.Group):
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
-            hint = f" See '{exc.ctx.command_path} --help'." if exc.ctx is not None else ""
-            print_error("usage", exc.format_message() + hint)
+            message = exc.format_message().rstrip()
+            if exc.ctx is not None:
+                message += ("" if message.endswith(".") else ".") + f" See '{exc.ctx.command_path} --help'."
+            print_error("usage", message)
             sys.exit(EXIT_USAGE)
         except click.ClickException as exc:
             print_error("usage", exc.format_message())

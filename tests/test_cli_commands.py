@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import subprocess
 import time
 
-from test_cli_support import BBROWSE, assert_one_line_error, bb, cli_env
+from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
 
 # sessions, new, rm --------------------------------------------------------------
 
@@ -243,3 +244,17 @@ def test_every_command_has_help_with_examples(service):
         result = bb(service, command, "--help")
         assert result.returncode == 0, (command, result.stderr)
         assert b"Examples:" in result.stdout, command
+
+
+def test_cat_shows_a_progress_bar_only_on_a_terminal(service, session_id, tmp_path):
+    data = os.urandom(2 * 1024 * 1024)
+    source, copy = tmp_path / "payload.bin", tmp_path / "copy.bin"
+    source.write_bytes(data)
+    bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
+    term = PtyProcess(["sh", "-c", f"{bbrowse} cat {session_id} {source} > {copy}; echo rc=$?"], cli_env(service))
+    try:
+        term.expect(rb"rc=0\r\n")
+        assert copy.read_bytes() == data
+        assert str(source).encode() in term.output  # the bar, labelled with the path, was drawn on stderr
+    finally:
+        term.close()

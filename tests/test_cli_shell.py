@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import signal
 import subprocess
 import time
 
@@ -144,3 +145,47 @@ def test_shell_unknown_command_exits_127_in_pipe_mode(service, session_id):
     result = bb(service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
     assert result.returncode == 127
     assert b"not found" in result.stderr
+
+
+def _bbrowse_child(term: PtyProcess) -> int:
+    """The pid of `bbrowse shell`, the child of the `sh` running on the PTY."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        children = subprocess.run(["pgrep", "-P", str(term.proc.pid)], capture_output=True).stdout.split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("bbrowse shell did not start")
+
+
+def test_sigterm_restores_the_terminal_and_hangs_up(service, session_id):
+    term = shell_in_pty(service, session_id, after="stty -a")
+    try:
+        term.expect(PROMPT)
+        term.send(b"echo $$\r")
+        remote_shell = int(term.expect(line(rb"(\d+)")).group(1))
+        os.kill(_bbrowse_child(term), signal.SIGTERM)
+        term.expect(rb"rc=143\r\n")
+        assert term.wait() == 0
+        settings = term.output[term.position:].decode(errors="replace").split()
+        assert "icanon" in settings and "-icanon" not in settings, settings
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{remote_shell}") and time.monotonic() < deadline:  # hung up, not left behind
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{remote_shell}")
+    finally:
+        term.close()
+
+
+def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(service, session_id):
+    term = shell_in_pty(service, session_id, after="stty -a")
+    try:
+        term.expect(PROMPT)
+        assert bb(service, "rm", session_id).returncode == 0
+        match = term.expect(rb"rc=(\d+)\r\n")
+        assert int(match.group(1)) != 0
+        assert term.wait() == 0
+        settings = term.output[term.position:].decode(errors="replace").split()
+        assert "icanon" in settings and "-icanon" not in settings, settings
+    finally:
+        term.close()

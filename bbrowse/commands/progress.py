@@ -46,6 +46,6 @@ def transfer(description: str, total: int | None, *, show: bool = True) -> Itera
         console=Console(file=sys.stderr),
         transient=True,
     )
+    task = progress.add_task(description, total=total)  # before start: the first frame already shows it
     with progress:
-        task = progress.add_task(description, total=total)
         yield lambda n: progress.advance(task, n)

@@ -382,7 +382,7 @@ class PipeSession(_Session):
             try:
                 while True:
                     try:
-                        data = os.read(fd, 65536)
+                        data = os.read(fd, MAX_STDIN_BYTES)
                     except OSError:
                         data = b""
                     asyncio.run_coroutine_threadsafe(queue.put(data or None), loop).result()
