@@ -69,6 +69,7 @@ _MAX_HELD = 1 << 20
 # UTF-8 bytes. Anything else (ESC, SO/SI, VT/FF, other C0) could change state, so a flood that
 # contains one is drawn in full.
 _UNSAFE_IN_FLOOD = re.compile(rb"[\x00-\x06\x0b\x0c\x0e-\x1f\x7f]")
+_FLOOD_SAFE = bytes(b for b in range(256) if (b >= 0x20 and b != 0x7F) or b in (0x07, 0x08, 0x09, 0x0A, 0x0D))
 _COLLAPSE_MIN_BYTES = 64 * 1024
 
 _TAB_WIDTH = 8
@@ -401,48 +402,55 @@ class TerminalEmulator:
                 return data
             self.feed(data[: end + 1])
             data = data[end + 1 :]
-        return self.skip_scrolled_away(data)
+        return data[self.skip_scrolled_away(data) :]
 
-    def skip_scrolled_away(self, data: bytes) -> bytes:
-        """Drop the head of a flood of plain lines that would scroll out of the screen and the
-        scrollback before anything shows it; return the bytes still to feed.
+    def skip_scrolled_away(self, data: bytes | bytearray) -> int:
+        """Skip the head of a flood of plain lines that would scroll out of the screen and the
+        scrollback before anything shows it. Returns how many leading bytes of `data` were skipped
+        (the state now is as if they had been fed); the caller feeds the rest.
 
-        Exact, not an approximation: it applies only when `data` holds nothing but printable text,
-        CR, LF, TAB, BS and BEL, the main screen scrolls as a whole, and the kept tail has at least
-        `rows + scrollback` line feeds, so every row drawn by the dropped head (and everything on the
-        screen and in the scrollback now) is pushed out by the tail. The cut falls just after a
-        CR LF, where the cursor is at the start of the bottom row whatever came before.
+        Exact, not an approximation: it applies only when the head holds nothing but printable text,
+        CR, LF, TAB, BS and BEL, the main screen scrolls as a whole, and the rest has at least
+        `rows + scrollback` line feeds, so every row drawn by the head (and everything on the screen
+        and in the scrollback now) is pushed out by the rest. The cut falls just after a CR LF, where
+        the cursor is at the start of the bottom row whatever came before.
         """
-        keep = self.rows + self.scrollback_limit
         if (
             self.alternate_screen_active
             or self.top != 0
             or self.bottom != self.rows - 1
             or self._held
             or self._skipping_string
-            or data.count(b"\n") <= keep + self.rows
+            or self._decoder.getstate()[0]
         ):
-            return data
-        cut = len(data)
-        for _ in range(keep):
-            cut = data.rfind(b"\n", 0, cut)
-        # `cut` is the first of the `keep` line feeds that stay; the head ends at a CR LF before it.
+            return 0
+        cut = _nth_newline_from_end(data, self.rows + self.scrollback_limit)
+        if cut <= 0:
+            return 0
         head_end = data.rfind(b"\n", 0, cut)
-        while head_end > 0 and data[head_end - 1] != 0x0D:
+        for _ in range(64):  # the head must end with CR LF
+            if head_end <= 0 or data[head_end - 1] == 0x0D:
+                break
             head_end = data.rfind(b"\n", 0, head_end)
-        if head_end <= 0 or data.count(b"\n", 0, head_end + 1) < self.rows:
-            return data
-        head = data[: head_end + 1]
-        if _UNSAFE_IN_FLOOD.search(head) or self._decoder.getstate()[0]:
-            return data
+        if head_end <= 0 or data[head_end - 1] != 0x0D:
+            return 0
+        # The head must hold `rows` line feeds, so the cursor has reached the bottom row.
+        position = -1
+        for _ in range(self.rows):
+            position = data.find(b"\n", position + 1, head_end + 1)
+            if position < 0:
+                return 0
+        if data.find(b"\x1b", 0, head_end + 1) >= 0:
+            return 0
+        if data.translate(None, _FLOOD_SAFE) and _UNSAFE_IN_FLOOD.search(data, 0, head_end + 1):
+            return 0
         self._decoder.reset()
-        self.bell_count += head.count(b"\x07")
         self.cx = 0
         self.cy = self.rows - 1
         self.wrap_pending = False
         self._last_char = ""
         self._all_dirty = True
-        return data[head_end + 1 :]
+        return head_end + 1
 
     def _process(self, text: str) -> None:
         """Apply decoded output. The hot cases (ASCII text that fits the line, CR LF, SGR) run inline
@@ -1227,6 +1235,33 @@ def _parse_escape(seq: str) -> tuple:
         _ACTIONS.clear()
     _ACTIONS[seq] = action
     return action
+
+
+def _nth_newline_from_end(data: bytes | bytearray, n: int) -> int:
+    """The index of the `n`-th line feed counted back from the end of `data`, or -1.
+
+    Found with C-speed counts over a window that grows from the end, then a binary search in it,
+    rather than `n` Python-level `rfind` calls.
+    """
+    if n <= 0:
+        return len(data)
+    size = len(data)
+    window = max(4096, n * 32)
+    while True:
+        start = max(0, size - window)
+        if data.count(b"\n", start) >= n:
+            break
+        if start == 0:
+            return -1
+        window *= 4
+    low, high = start, size  # count(low:) >= n > count(high:)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if data.count(b"\n", middle) >= n:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _int(text: str, default: int) -> int:

@@ -152,7 +152,7 @@ class TerminalView(Widget, can_focus=True):
         self._resize_timer: Timer | None = None
         self._reported_size: tuple[int, int] | None = None
         self._callbacks: set[asyncio.Future[object]] = set()
-        self._drawn_cursor: tuple[int, int, bool] | None = None
+        self._drawn_cursor: tuple[int, int] | None = None
         self._title = ""
         self.exit_code: int | None = None
         self.exited = False
@@ -190,12 +190,9 @@ class TerminalView(Widget, can_focus=True):
         try:
             while backlog:
                 started = time.perf_counter()
+                if len(backlog) > SKIP_CHECK_BYTES:
+                    del backlog[: emulator.skip_scrolled_away(backlog)]
                 while backlog and time.perf_counter() - started < FEED_BUDGET_SECONDS:
-                    if len(backlog) > SKIP_CHECK_BYTES:
-                        data = bytes(backlog)
-                        rest = emulator.skip_scrolled_away(data)
-                        if len(rest) != len(data):
-                            del backlog[: len(data) - len(rest)]
                     chunk = bytes(backlog[:FEED_SLICE_BYTES])
                     del backlog[:FEED_SLICE_BYTES]
                     emulator.feed(chunk)
@@ -241,12 +238,12 @@ class TerminalView(Widget, can_focus=True):
         else:
             self.refresh(*(Region(0, y, width, 1) for y in sorted(dirty)))
 
-    def _cursor_state(self) -> tuple[int, int, bool] | None:
+    def _cursor_state(self) -> tuple[int, int] | None:
+        """Where the cursor is drawn: only while the pane has focus and shows the live screen."""
         emulator = self.emulator
-        if not (emulator.cursor_visible and emulator.scroll_offset == 0 and not self.exited):
+        if not (self.has_focus and emulator.cursor_visible and emulator.scroll_offset == 0 and not self.exited):
             return None
-        x, y = emulator.cursor
-        return (x, y, self.has_focus)
+        return emulator.cursor
 
     def render_line(self, y: int) -> Strip:
         emulator = self.emulator
@@ -254,7 +251,7 @@ class TerminalView(Widget, can_focus=True):
         if self.exited and y == self.size.height - 1:
             return self._exit_banner(width)
         cursor = self._cursor_state()
-        cursor_x = cursor[0] if cursor is not None and cursor[1] == y and cursor[2] else -1
+        cursor_x = cursor[0] if cursor is not None and cursor[1] == y else -1
         strip = emulator.render_line(y, cursor_x)
         if strip.cell_length != width:
             strip = strip.crop(0, width).extend_cell_length(width)

@@ -1,0 +1,341 @@
+"""TerminalView in a small Textual app: drawing, keys in order, double Esc, paste, resize debounce,
+scrollback, the exit banner, coalesced frames, key latency under a flood, and a real shell in a PTY."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import pty
+import signal
+import struct
+import termios
+import time
+from collections.abc import Callable
+
+import pytest
+from rich.color import Color
+from textual import events
+from textual.app import App, ComposeResult
+
+from bbrowse.tui.terminal.widget import DOUBLE_ESCAPE_SECONDS, TerminalView
+
+
+class CountingView(TerminalView):
+    """A TerminalView that records the refreshes it asks for (to check what gets redrawn)."""
+
+    def __init__(self, **kwargs) -> None:
+        self.refreshes: list[tuple] = []
+        super().__init__(**kwargs)
+
+    def refresh(self, *regions, **kwargs):
+        self.refreshes.append(regions)
+        return super().refresh(*regions, **kwargs)
+
+
+class TerminalApp(App[None]):
+    """One terminal pane; records what the pane sends and the messages it posts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = bytearray()
+        self.sent_at: list[tuple[float, bytes, int]] = []
+        self.changed = asyncio.Event()
+        self.resizes: list[tuple[int, int]] = []
+        self.left = 0
+        self.restarts = 0
+
+    def compose(self) -> ComposeResult:
+        yield CountingView(send_input=self.send_input, on_pty_resize=self.pty_resize)
+
+    @property
+    def view(self) -> CountingView:
+        return self.query_one(CountingView)
+
+    async def send_input(self, data: bytes) -> None:
+        self.sent += data
+        self.sent_at.append((time.perf_counter(), data, len(self.view._backlog)))
+        self.changed.set()
+
+    def pty_resize(self, cols: int, rows: int) -> None:
+        self.resizes.append((cols, rows))
+        self.changed.set()
+
+    def on_terminal_view_leave_requested(self, message: TerminalView.LeaveRequested) -> None:
+        self.left += 1
+        self.changed.set()
+
+    def on_terminal_view_restart_requested(self, message: TerminalView.RestartRequested) -> None:
+        self.restarts += 1
+        self.changed.set()
+
+
+async def until(app: TerminalApp, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait (on the app's change event) until `condition` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, "timed out"
+        app.changed.clear()
+        try:
+            await asyncio.wait_for(app.changed.wait(), remaining)
+        except TimeoutError:
+            pass
+
+
+def row_text(view: TerminalView, y: int) -> str:
+    return "".join(segment.text for segment in view.render_line(y)).rstrip()
+
+
+async def test_output_is_drawn_with_its_colours() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(50, 12)) as pilot:
+        view = app.view
+        view.focus()
+        view.feed(b"plain \x1b[31mred\x1b[0m \x1b[1;48;5;22mbold on green\x1b[0m\r\n$ ")
+        await view.wait_drained()
+        await pilot.pause()
+        assert row_text(view, 0) == "plain red bold on green"
+        styles = {segment.text: segment.style for segment in view.render_line(0)}
+        assert styles["red"].color == Color.from_ansi(1)
+        assert styles["bold on green"].bold and styles["bold on green"].bgcolor == Color.from_ansi(22)
+        cursor_cells = [s for s in view.render_line(1) if s.style and s.style.reverse]
+        assert [s.text for s in cursor_cells] == [" "]  # the cursor, after "$ "
+        assert view.render_line(0).cell_length == view.size.width == 48
+
+
+async def test_only_changed_rows_are_refreshed_and_frames_are_coalesced() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.view
+        view.focus()
+        view.feed(b"a\r\nb\r\nc")
+        await view.wait_drained()
+        await pilot.pause(0.05)
+        view.refreshes.clear()
+        view.feed(b"\x1b[4;1Hchanged")  # one row written; the cursor moves from row 2 to row 3
+        await view.wait_drained()
+        await pilot.pause(0.05)
+        regions = [region for call in view.refreshes for region in call]
+        assert {region.y for region in regions} == {2, 3} and all(region.height == 1 for region in regions)
+        view.refreshes.clear()
+        view.feed(b"\x1b[?25l\x1b[6;1Hx")  # cursor hidden: only the written row
+        await view.wait_drained()
+        await pilot.pause(0.05)
+        regions = [region for call in view.refreshes for region in call]
+        assert {region.y for region in regions} == {3, 5}
+
+        view.refreshes.clear()
+        started = time.monotonic()
+        for i in range(2000):  # many small writes in a burst
+            view.feed(f"line {i}\r\n".encode())
+        await view.wait_drained()
+        await pilot.pause(0.05)
+        elapsed = time.monotonic() - started
+        assert len(view.refreshes) <= elapsed * 60 + 3
+        assert row_text(view, view.size.height - 2) == "line 1999"
+
+
+async def test_keys_reach_the_program_in_order() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        app.view.focus()
+        await pilot.press("e", "c", "h", "o", "space", "h", "i", "enter", "ctrl+c", "up", "ctrl+p", "ctrl+q")
+        await until(app, lambda: len(app.sent) >= 14)
+        assert bytes(app.sent) == b"echo hi\r\x03\x1b[A\x10\x11"
+        app.view.feed(b"\x1b[?1h")  # DECCKM: arrows become SS3
+        await app.view.wait_drained()
+        await pilot.press("up", "f1", "f5")
+        await until(app, lambda: app.sent.endswith(b"\x1b[15~"))
+        assert bytes(app.sent).endswith(b"\x1bOA\x1bOP\x1b[15~")
+
+
+async def test_double_escape_leaves_and_a_single_one_is_sent() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        app.view.focus()
+        await pilot.press("escape", "escape")
+        await until(app, lambda: app.left == 1)
+        assert app.sent == b""
+        started = time.monotonic()
+        await pilot.press("escape")
+        await until(app, lambda: app.sent == b"\x1b")
+        assert time.monotonic() - started >= DOUBLE_ESCAPE_SECONDS * 0.9
+        await pilot.press("escape", "x")  # another key right after Esc: both go, in order
+        await until(app, lambda: app.sent == b"\x1b\x1bx")
+        assert app.left == 1
+
+
+async def test_paste_is_bracketed_when_the_program_asks() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        view = app.view
+        view.focus()
+        view.post_message(events.Paste("ls\npwd"))
+        await until(app, lambda: app.sent == b"ls\rpwd")
+        view.feed(b"\x1b[?2004h")
+        await view.wait_drained()
+        app.sent.clear()
+        view.post_message(events.Paste("ls\npwd"))
+        await until(app, lambda: app.sent == b"\x1b[200~ls\rpwd\x1b[201~")
+        await pilot.pause()
+
+
+async def test_resize_is_applied_at_once_and_reported_debounced_with_the_final_size() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.view
+        await until(app, lambda: len(app.resizes) == 1)
+        assert app.resizes == [(58, 18)]  # the pane's content area (inside its border)
+        for width, height in ((70, 22), (90, 30), (100, 35), (80, 25)):
+            await pilot.resize_terminal(width, height)
+            await pilot.pause()
+            assert view.terminal_size == (width - 2, height - 2)  # the emulator follows at once
+        await until(app, lambda: len(app.resizes) == 2)
+        assert app.resizes == [(58, 18), (78, 23)]
+
+
+async def test_scrollback_with_shift_pageup_and_the_wheel() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.view
+        view.focus()
+        view.feed(b"".join(f"line {i}\r\n".encode() for i in range(100)))
+        await view.wait_drained()
+        assert row_text(view, 0) == "line 91"
+        await pilot.press("shift+pageup")
+        assert row_text(view, 0) == "line 82"
+        view.post_message(events.MouseScrollUp(view, 1, 1, 0, 0, 0, False, False, False))
+        await pilot.pause()
+        assert row_text(view, 0) == "line 79"
+        assert app.sent == b""
+        await pilot.press("x")  # typing returns to the live screen
+        await until(app, lambda: app.sent == b"x")
+        assert row_text(view, 0) == "line 91"
+
+
+async def test_exit_banner_and_restart() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        view = app.view
+        view.focus()
+        view.feed(b"$ exit 3\r\n")
+        await view.wait_drained()
+        view.show_exit(3)
+        await pilot.pause()
+        assert row_text(view, view.size.height - 1).strip() == "process exited with code 3 — press r to restart"
+        await pilot.press("a", "enter")
+        await pilot.press("r")
+        await until(app, lambda: app.restarts == 1)
+        assert app.sent == b""
+        view.reset()
+        assert not view.exited and row_text(view, 0) == ""
+
+
+async def test_keys_answer_at_once_during_a_flood() -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.view
+        view.focus()
+        await pilot.pause()
+        chunk = b"y\r\n" * 20_000 + b"".join(f"{i} lorem ipsum dolor\r\n".encode() for i in range(3000))
+        for _ in range(60):  # ~4.5 MB queued faster than it can be drawn
+            view.feed(chunk)
+        latencies = []
+        for key in "abc":
+            posted = time.perf_counter()
+            app.post_message(events.Key(key, key))
+            await until(app, lambda k=key: app.sent.endswith(k.encode()))
+            latencies.append(app.sent_at[-1][0] - posted)
+            assert app.sent_at[-1][2] > 0  # the flood was still queued: the key did not wait for it
+        app.post_message(events.Key("ctrl+c", "\x03"))
+        await until(app, lambda: app.sent.endswith(b"\x03"))
+        assert bytes(app.sent) == b"abc\x03"
+        print("key latencies during the flood (ms):", [round(x * 1000, 1) for x in latencies])
+        assert max(latencies) < 0.5, latencies
+        await view.wait_drained()
+        await pilot.pause(0.05)
+        assert row_text(view, view.size.height - 2) == "2999 lorem ipsum dolor"
+
+
+@pytest.fixture
+def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
+    """Wire a pane to bash in a local PTY (what the app does with the service's process API)."""
+    children: list[tuple[int, int]] = []
+
+    async def start(app: TerminalApp) -> tuple[int, int]:
+        view = app.view
+        cols, rows = view.terminal_size
+        pid, fd = pty.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os.execvpe("bash", ["bash", "--norc", "--noprofile"], dict(os.environ, TERM="xterm-256color", PS1="$ "))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        children.append((pid, fd))
+        loop = asyncio.get_running_loop()
+
+        def readable() -> None:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(fd)
+                _, status = os.waitpid(pid, 0)
+                view.show_exit(os.waitstatus_to_exitcode(status))
+                app.changed.set()
+                return
+            view.feed(data)
+            app.changed.set()
+
+        async def send(data: bytes) -> None:
+            os.write(fd, data)
+
+        def resize(cols: int, rows: int) -> None:
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            app.pty_resize(cols, rows)
+
+        view.send_input = send
+        view.on_pty_resize = resize
+        loop.add_reader(fd, readable)
+        return pid, fd
+
+    yield start
+    for pid, fd in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        try:
+            asyncio.get_event_loop().remove_reader(fd)
+        except (RuntimeError, ValueError):
+            pass
+        os.close(fd)
+
+
+async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
+    app = TerminalApp()
+    async with app.run_test(size=(70, 16)) as pilot:
+        view = app.view
+        view.focus()
+        await until(app, lambda: len(app.resizes) == 1)
+        await shell_pane(app)
+        await until(app, lambda: view.emulator.display[0] == "$")
+        await pilot.press(*"echo hi", "enter")
+        await until(app, lambda: "hi" in view.emulator.display)
+        await pilot.press(*"printf '\\e[31mred\\e[0m\\n'", "enter")
+        await until(app, lambda: "red" in view.emulator.display)
+        y = view.emulator.display.index("red")
+        assert view.emulator.cell(0, y)[1][0] == 1  # drawn red
+        await pilot.press(*"sleep 100", "enter")
+        await pilot.press("ctrl+c")
+        await until(app, lambda: view.emulator.display[view.emulator.cursor_y] == "$")
+        await pilot.resize_terminal(90, 20)
+        await until(app, lambda: app.resizes[-1] == (88, 18))
+        await pilot.press(*"tput cols", "enter")
+        await until(app, lambda: "88" in view.emulator.display)
+        await pilot.press(*"exit 3", "enter")
+        await until(app, lambda: view.exited)
+        assert view.exit_code == 3
+        await pilot.pause()
+        assert "exited with code 3" in row_text(view, view.size.height - 1)
