@@ -1,9 +1,9 @@
 """One remote PTY shell, independent of any widget: spawn, input, output, resize, exit, reconnect.
 
-Input is queued and sent by one task, so keystrokes go out at once and strictly in order; bytes
-typed while a request is in flight are coalesced into the next one. Output arrives through
-`on_output`; when the stream breaks (service restarted, network), it reconnects with backoff,
-calls `on_reset` first, and the service's backlog redraws the screen.
+`write` sends bytes to the program's stdin; the caller keeps the order (the terminal widget has one
+sender that joins keys typed while a request is in flight). Output arrives through the async
+`on_output`, which may apply back-pressure; when the stream breaks (service restarted, network) it
+reconnects with backoff, calls `on_reset` first, and the service's backlog redraws the screen.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bbrowse.client import BrowserClient, ClientError, NotFound, ServiceError, SessionGone
 from bbrowse.wire import ProcessExitEvent
@@ -28,7 +28,7 @@ class ShellSession:
         client: BrowserClient,
         session_id: str,
         *,
-        on_output: Callable[[bytes], None],
+        on_output: Callable[[bytes], Awaitable[object]],
         on_exit: Callable[[int], None],
         on_error: Callable[[BaseException], None] = lambda error: None,
         on_reset: Callable[[], None] = lambda: None,
@@ -45,7 +45,6 @@ class ShellSession:
         self._on_error = on_error
         self._on_reset = on_reset
         self._on_connected = on_connected
-        self._input: asyncio.Queue[bytes] = asyncio.Queue()
         self._size: tuple[int, int] | None = None
         self._tasks: list[asyncio.Task] = []
 
@@ -65,15 +64,12 @@ class ShellSession:
             self.session_id, self.command[0], self.command[1:], allocate_tty=True, cols=cols, rows=rows
         )
         self.process_id = result.process_id
-        self._tasks = [
-            asyncio.create_task(self._pump_output(), name=f"shell-output-{self.process_id}"),
-            asyncio.create_task(self._pump_input(), name=f"shell-input-{self.process_id}"),
-        ]
+        self._tasks = [asyncio.create_task(self._pump_output(), name=f"shell-output-{self.process_id}")]
 
-    def send(self, data: bytes) -> None:
-        """Queue bytes for the remote program; never blocks, never reorders."""
+    async def write(self, data: bytes) -> None:
+        """Send bytes to the program's stdin now (never re-sent: a retry could type twice)."""
         if data and self.running:
-            self._input.put_nowait(data)
+            await self.client.processes.stdin(self.session_id, self.process_id, data)
 
     async def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == self._size or not self.running:
@@ -100,18 +96,6 @@ class ShellSession:
             with contextlib.suppress(ClientError):
                 await self.client.processes.kill(self.session_id, self.process_id, "HUP")
 
-    async def _pump_input(self) -> None:
-        while True:
-            data = await self._input.get()
-            while not self._input.empty():
-                data += self._input.get_nowait()
-            try:
-                await self.client.processes.stdin(self.session_id, self.process_id, data)
-            except (NotFound, SessionGone):
-                return
-            except ClientError as error:
-                self._on_error(error)
-
     async def _pump_output(self) -> None:
         attempt = 0
         while True:
@@ -126,7 +110,7 @@ class ShellSession:
                             self.exit_code = event.exit_code
                             self._on_exit(event.exit_code)
                             return
-                        self._on_output(event.data())
+                        await self._on_output(event.data())
             except asyncio.CancelledError:
                 raise
             except (NotFound, SessionGone) as error:

@@ -1,0 +1,159 @@
+"""Shells of a session: several PTY terminals in tabs, each a `TerminalView` wired to a `ShellSession`.
+
+A shell is spawned at the terminal's exact size once the pane has been laid out; later size changes
+resize the remote PTY (the widget debounces them). Keys typed in a terminal go to the program; a
+double Esc leaves the terminal and the pane's own keys (`t` new shell, `w` close, `enter` back in)
+work again.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static, TabbedContent, TabPane, Tabs
+
+from bbrowse.client import ClientError
+from bbrowse.tui.shell_session import ShellSession
+from bbrowse.tui.terminal.widget import TerminalView
+
+
+class ShellTab(TabPane):
+    """One shell: its terminal and the remote process behind it."""
+
+    DEFAULT_CSS = """
+    ShellTab { padding: 0; }
+    ShellTab TerminalView { height: 1fr; border: round $primary-darken-2; }
+    ShellTab TerminalView:focus { border: round $accent; }
+    """
+
+    def __init__(self, session_id: str, title: str, pane_id: str) -> None:
+        self.terminal = TerminalView(send_input=self._write, on_pty_resize=self._pty_resized)
+        super().__init__(title, self.terminal, id=pane_id)
+        self.session_id = session_id
+        self.base_title = title
+        self.shell: ShellSession | None = None
+
+    def on_mount(self) -> None:
+        self.shell = ShellSession(
+            self.app.client,
+            self.session_id,
+            on_output=self.terminal.write,
+            on_exit=self._exited,
+            on_error=self._error,
+            on_reset=self.terminal.reset,
+        )
+
+    async def _write(self, data: bytes) -> None:
+        if self.shell is not None:
+            await self.shell.write(data)
+
+    def _pty_resized(self, cols: int, rows: int) -> None:
+        if self.shell is None:
+            return
+        if self.shell.process_id is None:
+            self._start(cols, rows)
+        else:
+            self._resize(cols, rows)
+
+    @work(exclusive=True, group="shell-start")
+    async def _start(self, cols: int, rows: int) -> None:
+        self.terminal.reset()
+        try:
+            await self.shell.start(cols, rows)
+        except ClientError as error:
+            self.app.report_error(error, "Could not start the shell")
+            self.terminal.show_exit(None)
+            return
+        self.terminal.border_title = f"{self.base_title} · process {self.shell.process_id[:8]}"
+        self.app.connection_ok()
+
+    @work(group="shell-resize")
+    async def _resize(self, cols: int, rows: int) -> None:
+        await self.shell.resize(cols, rows)
+
+    def _exited(self, code: int) -> None:
+        self.terminal.show_exit(code)
+        self.terminal.border_title = f"{self.base_title} · exited {code}"
+
+    def _error(self, error: BaseException) -> None:
+        self.app.report_error(error, "Shell")
+
+    @on(TerminalView.RestartRequested)
+    def _restart(self) -> None:
+        cols, rows = self.terminal.terminal_size
+        self.shell.process_id = None
+        self._start(cols, rows)
+
+    @on(TerminalView.InputFailed)
+    def _input_failed(self, event: TerminalView.InputFailed) -> None:
+        self.app.report_error(event.error, "Input not delivered")
+
+    async def close(self) -> None:
+        if self.shell is not None:
+            await self.shell.close()
+
+
+class ShellsPane(Vertical):
+    BINDINGS = [
+        Binding("t", "new_shell", "New shell", id="shells.new"),
+        Binding("w", "close_shell", "Close shell", id="shells.close"),
+        Binding("enter,i", "focus_terminal", "Into terminal", id="shells.focus"),
+    ]
+
+    DEFAULT_CSS = """
+    ShellsPane { height: 1fr; }
+    ShellsPane TabbedContent { height: 1fr; }
+    ShellsPane #shells-empty { height: 1fr; content-align: center middle; color: $text-muted; }
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self._numbers = itertools.count(1)
+
+    def compose(self) -> ComposeResult:
+        yield Static("No shells. Press t to open one.", id="shells-empty")
+        yield TabbedContent(id="shell-tabs")
+
+    async def on_mount(self) -> None:
+        await self.action_new_shell()
+
+    def _sync_empty(self) -> None:
+        has_tabs = bool(self.query(ShellTab))
+        self.query_one("#shells-empty").display = not has_tabs
+        self.query_one("#shell-tabs").display = has_tabs
+
+    async def action_new_shell(self) -> None:
+        number = next(self._numbers)
+        tab = ShellTab(self.session_id, f"shell {number}", f"shell-{number}")
+        tabs = self.query_one("#shell-tabs", TabbedContent)
+        await tabs.add_pane(tab)
+        tabs.active = tab.id
+        self._sync_empty()
+        tab.terminal.focus()
+
+    async def action_close_shell(self) -> None:
+        tabs = self.query_one("#shell-tabs", TabbedContent)
+        active = tabs.active_pane
+        if not isinstance(active, ShellTab):
+            return
+        await active.close()
+        await tabs.remove_pane(active.id)
+        self._sync_empty()
+
+    def action_focus_terminal(self) -> None:
+        active = self.query_one("#shell-tabs", TabbedContent).active_pane
+        if isinstance(active, ShellTab):
+            active.terminal.focus()
+
+    @on(TerminalView.LeaveRequested)
+    def _leave(self) -> None:
+        self.query_one("#shell-tabs", TabbedContent).query_one(Tabs).focus()
+
+    async def on_unmount(self) -> None:
+        for tab in self.query(ShellTab):
+            await tab.close()
