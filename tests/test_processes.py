@@ -318,6 +318,16 @@ async def test_kill_reaches_the_whole_process_group(http: httpx.AsyncClient, sid
     await wait_gone(grandchild)
 
 
+async def test_exit_arrives_while_a_background_job_holds_the_output(http: httpx.AsyncClient, sid: str) -> None:
+    for tty in (False, True):
+        proc = await spawn(http, sid, "sh", "-c", "sleep 100 & echo $!; echo parent-done", allocate_tty=tty)
+        async with stream(http, sid, proc["process_id"]) as out:
+            assert await out.until_exit() == 0  # the still-open output does not hold the exit back
+        assert b"parent-done" in out.stdout
+        status = (await http.get(f"/browsers/{sid}/process/{proc['process_id']}/status")).json()
+        assert status["state"] == "exited"
+
+
 async def test_timeout_sec_kills_a_spawned_process(http: httpx.AsyncClient, sid: str) -> None:
     proc = await spawn(http, sid, "sleep", "100", timeout_sec=1)
     async with stream(http, sid, proc["process_id"]) as out:
@@ -501,7 +511,14 @@ async def test_deleting_the_session_ends_its_processes(http: httpx.AsyncClient) 
     shell = await spawn(http, sid, "sh", allocate_tty=True)  # an interactive shell ignores TERM
     trapping = await spawn(http, sid, "sh", "-c", "trap '' TERM HUP; sleep 100 & wait")
     assert all(_alive(p["pid"]) for p in (plain, shell, trapping))
+    # a script that exited but left a background job behind
+    script = await spawn(http, sid, "sh", "-c", "sleep 100 > /dev/null & echo $!")
+    async with stream(http, sid, script["process_id"]) as out:
+        assert await out.until_exit() == 0
+    leftover = int(out.stdout)
+    assert _alive(leftover)
     assert (await http.delete(f"/browsers/{sid}")).status_code == 204
+    await wait_gone(leftover)
     # DELETE returns once they are gone (and reaped: no zombies left behind)
     assert not any(psutil.pid_exists(p["pid"]) for p in (plain, shell, trapping))
     r = await http.get(f"/browsers/{sid}/process/{plain['process_id']}/status")

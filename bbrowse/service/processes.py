@@ -47,6 +47,8 @@ log = logging.getLogger("bbrowse.processes")
 READ_CHUNK = 64 * 1024
 #: How long after the exit output is still awaited from descriptors a grandchild may hold open.
 OUTPUT_DRAIN_SECONDS = 0.25
+#: At most this much is taken from each descriptor when output is cut off after the exit.
+FINAL_DRAIN_BYTES = 4 << 20
 #: `timeout_sec` sends TERM, then KILL this long after if the process is still there.
 TIMEOUT_KILL_GRACE_SECONDS = 2.0
 #: Session deletion and shutdown: HUP/TERM, then KILL this long after.
@@ -151,6 +153,17 @@ class ManagedProcess:
                 break
         return parts, False
 
+    def _drain(self, fd: int, stream: int, limit: int = FINAL_DRAIN_BYTES) -> None:
+        """Everything still buffered (a grandchild holding the descriptor may add more: bounded)."""
+        taken = 0
+        while taken < limit:
+            parts, eof = self._read_available(fd, READ_CHUNK)
+            for part in parts:
+                self._sink(stream, part)
+                taken += len(part)
+            if eof or not parts:
+                return
+
     def _on_readable(self, fd: int, stream: int) -> None:
         parts, eof = self._read_available(fd, READ_CHUNK)
         if parts:
@@ -194,9 +207,7 @@ class ManagedProcess:
         if self.finished.is_set():
             return
         for fd, stream in list(self._readers.items()):
-            parts, _ = self._read_available(fd, 4 * READ_CHUNK)
-            for part in parts:
-                self._sink(stream, part)
+            self._drain(fd, stream)
             self._unwatch(fd)
         for timer in self._timers:
             timer.cancel()
@@ -318,17 +329,29 @@ class ManagedProcess:
 
     async def terminate(self, grace: float = TERMINATE_GRACE_SECONDS) -> None:
         """End the process and its group: HUP (a terminal hanging up) and TERM, then KILL; wait for it."""
+        if self.reaped:
+            self._kill_leftovers()
         if self.finished.is_set():
             return
         for sig in (signal.SIGHUP, signal.SIGTERM) if self.tty else (signal.SIGTERM,):
             self._killpg(sig)
         if await self._wait_finished(grace):
+            self._kill_leftovers()
             return
         self._killpg(signal.SIGKILL)
         if not await self._wait_finished(3.0):
             log.warning("process %s (pid %d) did not end after KILL; closing its descriptors", self.process_id,
                         self.pid)
             self._finish()
+
+    def _kill_leftovers(self) -> None:
+        """KILL what an exited program left running in its process group (`cmd &` in a script).
+
+        The group id stays reserved while the group has members; an empty group's id could only be
+        handed out again after the pid counter wraps around, far beyond the retention of a process.
+        """
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
 
     async def _wait_finished(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):
