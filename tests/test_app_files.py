@@ -323,3 +323,4 @@ async def test_viewer_draws_plain_text_first_and_highlights_after() -> None:
         assert viewer.lines.first_paint_at - viewer.opened_at < 1.0
         await _settle(pilot)
         assert len(viewer.lines.highlighted) == viewer.lines.content_rows
+        assert viewer.lines.first_paint_at < viewer.lines.first_highlight_at

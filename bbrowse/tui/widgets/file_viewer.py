@@ -185,8 +185,10 @@ class FileLines(ScrollView, can_focus=True):
         self.highlighted: list[HighlightedLine] = []
         self.total_size: int | None = None
         self.footer: str | None = None
-        #: `time.perf_counter()` when a row of content was first drawn since the last reset.
+        #: `time.perf_counter()` when a row of content was first drawn, and when colours first arrived, since
+        #: the last reset.
         self.first_paint_at: float | None = None
+        self.first_highlight_at: float | None = None
         self._strips: dict[int, Strip] = {}
         self._styles: dict[str, RichStyle] = {}
         self._style_key: object = None
@@ -201,6 +203,7 @@ class FileLines(ScrollView, can_focus=True):
         self.total_size = None
         self.footer = None
         self.first_paint_at = None
+        self.first_highlight_at = None
         self.scroll_to(0, 0, animate=False)
         self.changed()
 
@@ -629,6 +632,8 @@ class FileViewer(Vertical):
             return
         lines = self.lines
         lines.highlighted[start:start + len(result)] = result
+        if lines.first_highlight_at is None:
+            lines.first_highlight_at = time.perf_counter()
         lines.changed()
 
     @work(exclusive=True, group="file-viewer-image")
