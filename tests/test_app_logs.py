@@ -357,8 +357,8 @@ def test_log_pane_snapshot_wrapped_with_pretty_json(snap_compare) -> None:
 async def test_c_copies_the_mouse_selection_or_the_current_line() -> None:
     app = SnapshotApp()
     async with app.run_test(size=(100, 16)) as pilot:
-        view = app.query_one(LogView)
         await pilot.pause()
+        assert app.focused is app.query_one(LogView)
         await pilot.press("c")  # no cursor, no selection: the last line on screen
         assert app.clipboard == SNAPSHOT_LINES[-1]
         await pilot.mouse_down(LogView, offset=(11, 1))

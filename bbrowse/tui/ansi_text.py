@@ -10,7 +10,9 @@ constructors used here never parse markup. Plain lines (the vast majority) take 
 from __future__ import annotations
 
 import json
+import operator
 import re
+from itertools import compress
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -19,8 +21,6 @@ from bbrowse.tui.logbuffer import ANSI_ESCAPE
 
 TAB_SIZE = 8
 
-#: Anything that needs more than `Text(line)`: C0 controls (tab included), DEL, C1 controls.
-_NEEDS_WORK = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: Control characters still present once SGR codes are taken out (tab is expanded later instead).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 #: Select Graphic Rendition: the escape sequences that are colours and text styles.
@@ -45,7 +45,7 @@ def visible(text: str) -> str:
 
 def to_text(line: str) -> Text:
     """The styled text of one log line: SGR colours applied, everything else literal and inert."""
-    if not _NEEDS_WORK.search(line):
+    if line.isprintable():  # no control characters (C0, DEL, C1) at all: the fast path
         return Text(line)
     if "\x1b" in line:
         parts: list[str] = []
@@ -65,9 +65,27 @@ def to_text(line: str) -> Text:
 
 def cell_width(line: str) -> int:
     """Columns `to_text(line)` takes, computed without building the `Text` for plain lines."""
-    if not _NEEDS_WORK.search(line):
+    if line.isprintable():
         return cell_len(line)
     return to_text(line).cell_len
+
+
+def cell_widths(lines: list[str]) -> list[int]:
+    """`cell_width` of many lines: C-speed `len` for plain ASCII lines, the full rule only for the others."""
+    widths = list(map(len, lines))
+    plain = map(operator.and_, map(str.isascii, lines), map(str.isprintable, lines))
+    for index in compress(range(len(lines)), map(operator.not_, plain)):
+        widths[index] = cell_width(lines[index])
+    return widths
+
+
+#: Lines that may be a JSON object (the cheap test before `json.loads`).
+_MAYBE_JSON = re.compile(r"\s*\{")
+
+
+def maybe_json(lines: list[str]) -> set[int]:
+    """Indexes of the lines `pretty_json` may change (those starting with `{`), found at C speed."""
+    return set(compress(range(len(lines)), map(_MAYBE_JSON.match, lines)))
 
 
 def pretty_json(line: str) -> str | None:

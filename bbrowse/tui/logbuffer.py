@@ -22,6 +22,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate, compress, islice, repeat
 from typing import Protocol
 
 #: Lines kept by default; older ones are dropped (and counted in `LogBuffer.dropped`).
@@ -195,13 +196,13 @@ class LogBuffer:
 
 def line_matcher(query: str) -> Callable[[str], bool]:
     """A fast case-insensitive substring test on the visible text of a line (escape sequences ignored)."""
-    search = re.compile(re.escape(query), re.IGNORECASE).search
+    needle = query.lower()
     strip = ANSI_ESCAPE.sub
 
     def matches(line: str) -> bool:
         if "\x1b" in line:
             line = strip("", line)
-        return search(line) is not None
+        return needle in line.lower()
 
     return matches
 
@@ -266,6 +267,7 @@ class MatchIndex:
         self.query = query
         self.keep_gaps = keep_gaps
         self._matches = line_matcher(query)
+        self._needle = query.lower()
         self._seqs = array("q")
         self._head = 0  # first live entry of `_seqs`
         self._base = 0  # positions compacted away before `_seqs[0]`
@@ -329,15 +331,32 @@ class MatchIndex:
         if start >= end:
             return 0
         before = len(self._seqs)
-        matches, gaps, keep_gaps = self._matches, buffer.gaps, self.keep_gaps
-        append = self._seqs.append
-        for seq, line in zip(range(start, end), buffer.iter_lines(start, end), strict=True):
-            if seq in gaps:
-                if keep_gaps:
-                    append(seq)
-            elif matches(line):
-                append(seq)
+        self._seqs.extend(self._scan(start, end))
         return len(self._seqs) - before
+
+    def _scan(self, start: int, end: int) -> list[int]:
+        """Matching seqs in [start, end), in order.
+
+        The common case runs at C speed (`compress` over `map`s of `str.lower` and `in`, no Python
+        frame per line); only lines with escape sequences, which can hide or fake a match, are
+        looked at one by one.
+        """
+        buffer = self.buffer
+        lines = list(buffer.iter_lines(start, end))
+        seqs = range(start, end)
+        found = list(compress(seqs, map(str.__contains__, map(str.lower, lines), repeat(self._needle))))
+        escaped = list(compress(seqs, map(str.__contains__, lines, repeat("\x1b"))))
+        if escaped:
+            hidden = set(escaped)
+            found = [seq for seq in found if seq not in hidden]
+            found.extend(seq for seq in escaped if self._matches(lines[seq - start]))
+            found.sort()
+        gaps = [seq for seq in buffer.gaps if start <= seq < end]
+        if gaps:
+            found = [seq for seq in found if seq not in buffer.gaps]
+            if self.keep_gaps:
+                found = sorted(found + gaps)
+        return found
 
 
 class RowMap:
@@ -358,11 +377,7 @@ class RowMap:
 
     def extend(self, heights: Iterable[int]) -> None:
         """Add the heights of the next entries (positions `end_pos`, `end_pos + 1`, ...)."""
-        total = self._cum[-1]
-        append = self._cum.append
-        for height in heights:
-            total += height
-            append(total)
+        self._cum.extend(islice(accumulate(heights, initial=self._cum[-1]), 1, None))
 
     def trim(self, first_pos: int) -> int:
         """Forget entries before `first_pos`; how many rows they took."""

@@ -96,8 +96,11 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 panel.connection = "● live"
                 panel.app.connection_ok()
                 count = 0
+                stamp, seconds = None, 0.0
                 async for event in events:
-                    push(event.message, event.timestamp.timestamp())
+                    if event.timestamp != stamp:  # lines read together share their timestamp
+                        stamp, seconds = event.timestamp, event.timestamp.timestamp()
+                    push(event.message, seconds)
                     count += 1
                     if count % YIELD_EVERY_EVENTS == 0:
                         await asyncio.sleep(0)

@@ -16,7 +16,6 @@ lines even as old ones drop off the front of the buffer.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input
 
-from bbrowse.tui.ansi_text import cell_width, pretty_json, to_text
+from bbrowse.tui.ansi_text import cell_widths, maybe_json, pretty_json, to_text
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY, AllLines, LogBuffer, MatchIndex, RowMap
 
 #: Upper bound of batches (and repaints) per second while lines stream in.
@@ -216,20 +215,27 @@ class LogView(ScrollView, can_focus=True):
     def _text_width(self) -> int:
         return max(1, self.scrollable_content_region.width)
 
-    def _height(self, seq: int) -> int:
-        """Rows the entry `seq` takes with the current options."""
-        line = self.buffer.line(seq)
+    def _heights(self, seqs: range | list[int]) -> list[int]:
+        """Rows each entry takes with the current options (wrap width, timestamps, pretty JSON)."""
+        buffer = self.buffer
+        if isinstance(seqs, range) and seqs:
+            lines = list(buffer.iter_lines(seqs.start, seqs.stop))
+        else:
+            lines = [buffer.line(seq) for seq in seqs]
         prefix = TIMESTAMP_WIDTH if self.show_timestamps else 0
-        body = pretty_json(line) if self.pretty and seq not in self.buffer.gaps else None
-        if body is None:
-            if not self.wrap:
-                return 1
-            return max(1, math.ceil((prefix + cell_width(line)) / self._text_width))
-        parts = body.split("\n")
-        if not self.wrap:
-            return len(parts)
         width = self._text_width
-        return sum(max(1, math.ceil((prefix + cell_width(part)) / width)) for part in parts)
+        if self.wrap:
+            heights = [max(1, -(-(prefix + w) // width)) for w in cell_widths(lines)]
+        else:
+            heights = [1] * len(lines)
+        if self.pretty:
+            for index in maybe_json(lines):
+                body = pretty_json(lines[index])
+                if body is not None:
+                    parts = body.split("\n")
+                    heights[index] = (sum(max(1, -(-(prefix + w) // width)) for w in cell_widths(parts))
+                                      if self.wrap else len(parts))
+        return heights
 
     def _needs_row_map(self) -> bool:
         return self.wrap or self.pretty
@@ -248,8 +254,11 @@ class LogView(ScrollView, can_focus=True):
             self._rows = rows = RowMap(view.first_pos)
         else:
             rows.trim(view.first_pos)
-        height, seq_at = self._height, view.seq_at
-        rows.extend(height(seq_at(pos)) for pos in range(rows.end_pos, view.end_pos))
+        positions = range(rows.end_pos, view.end_pos)
+        if isinstance(view, AllLines):
+            rows.extend(self._heights(positions))  # positions are seqs
+        else:
+            rows.extend(self._heights([view.seq_at(pos) for pos in positions]))
 
     def _locate(self, row: int) -> tuple[int, int]:
         """(view position, row within the entry) of view row `row`."""
