@@ -40,8 +40,9 @@ class CommandGroup(click.Group):
 def main(ctx: click.Context) -> None:
     """bbrowse: drive browser sessions from your terminal.
 
-    With no command, starts the local service in the foreground (the app lands here next).
-    The other commands talk to the service named by KERNEL_BASE_URL / KERNEL_API_KEY, or else to
+    With no command, opens the app: on the service named by KERNEL_BASE_URL / KERNEL_API_KEY, or
+    on the embedded local service, started on a random port for the app's lifetime (or reused when
+    one already runs). The other commands talk to the service named by KERNEL_BASE_URL / KERNEL_API_KEY, or else to
     the embedded local service, which they start in the background when it is not running
     (`bbrowse serve --stop` stops it).
 
@@ -53,7 +54,9 @@ def main(ctx: click.Context) -> None:
       bbrowse rm $SID
     """
     if ctx.invoked_subcommand is None:
-        ctx.invoke(serve_command)
+        from bbrowse.tui.app import run_app
+
+        run_app()
 
 
 @main.command("serve")

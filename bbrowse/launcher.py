@@ -114,7 +114,8 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
     log_path = state_dir() / "embedded-serve.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "BBROWSE_TOKEN": token}
-    with open(log_path, "ab") as log:
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(log_fd, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "bbrowse", "serve", "--host", "127.0.0.1", "--port", "0", *(extra_args or [])],
             env=env,

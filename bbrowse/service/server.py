@@ -69,7 +69,9 @@ def serve(
     announce=print,
 ) -> None:
     root = state_dir()
-    token = token or os.environ.get("BBROWSE_TOKEN") or secrets.token_urlsafe(32)
+    token = token or os.environ.get("BBROWSE_TOKEN")
+    generated = token is None
+    token = token or secrets.token_urlsafe(32)
     sock = bind_socket(host, port)
     bound_port = sock.getsockname()[1]
     scheme = "https" if ssl_certfile else "http"
@@ -88,8 +90,10 @@ def serve(
     discovery = serve_file()
     write_private(discovery, json.dumps({"url": url, "pid": os.getpid(), "token": token}))
     announce(f"bbrowse serve listening on {url}")
-    announce(f"token: {token}")
-    announce(f"(url and token also in {discovery}, mode 0600)")
+    if generated:
+        # Printed once, only when made here: a token that was given is already known to its owner.
+        announce(f"token: {token}")
+    announce(f"(url and token in {discovery}, mode 0600)")
     sys.stdout.flush()
     app = create_app(config)
     uv_config = uvicorn.Config(

@@ -174,4 +174,8 @@ def _runner(node, action: str) -> Callable[[], object]:
 
 
 def run_app() -> None:
+    # textual-image asks the terminal about kitty/sixel support when imported, which is only
+    # possible before Textual takes the terminal over: import the screenshot widget now.
+    import bbrowse.tui.widgets.screenshot_view  # noqa: F401
+
     BbrowseApp().run()
