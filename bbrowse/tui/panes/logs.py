@@ -27,7 +27,7 @@ from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 
 from bbrowse.client import BrowserClient, ClientError, ServiceError
-from bbrowse.client.errors import RateLimited
+from bbrowse.client.errors import ConnectionLost, RateLimited
 from bbrowse.tui.app import describe_error
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
@@ -112,6 +112,8 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 if not connected_once:
                     panel.app.report_error(error, f"Could not open the log {target.label}")
                 return
+            if isinstance(error, ConnectionLost):
+                panel.app.connection_lost(error)  # the app's own indicator (once per outage)
             reason = describe_error(error)
         view.flush()
         if lost_at is None:

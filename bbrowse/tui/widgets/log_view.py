@@ -428,6 +428,9 @@ class LogView(ScrollView, can_focus=True):
             raise SkipAction()
 
     def on_click(self, event: events.Click) -> None:
+        """A click puts the cursor on a line, once the view holds still (while following it only focuses)."""
+        if self.following:
+            return
         row = self.scroll_offset.y + event.y
         if 0 <= row < self.total_rows:
             pos, _ = self._locate(row)
