@@ -797,9 +797,11 @@ class LogPanel(Vertical):
         status = self.query_one(LogStatus)
         paused, live, problem = (status.get_component_rich_style(f"logstatus--{name}")
                                  for name in ("paused", "live", "problem"))
-        parts: list[tuple[str, Style | str]] = [(self.title, ""), (f"{len(buffer):,} lines", "")]
-        if buffer.dropped:
-            parts.append((f"{buffer.dropped:,} dropped", ""))
+        parts: list[tuple[str, Style | str]] = [
+            (self.title, ""),
+            (f"{len(buffer):,} lines", ""),
+            (f"{buffer.dropped:,} dropped", problem if buffer.dropped else ""),
+        ]
         if view.filter_query:
             parts.append((f"filter {view.filter_query!r}: {view.entry_count:,} shown", ""))
         if view.search is not None:
