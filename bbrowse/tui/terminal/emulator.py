@@ -153,6 +153,8 @@ class TerminalEmulator:
     # ------------------------------------------------------------------ state
 
     def _reset_state(self) -> None:
+        self._blank_chars = [" "] * self.cols
+        self._blank_attrs = [DEFAULT_ATTR] * self.cols
         self.cx = 0
         self.cy = 0
         self.attr: Attr = DEFAULT_ATTR
@@ -330,6 +332,8 @@ class TerminalEmulator:
             self.cy = main_y
         self.cols = cols
         self.rows = rows
+        self._blank_chars = [" "] * cols
+        self._blank_attrs = [DEFAULT_ATTR] * cols
         self.cx = min(self.cx, cols - 1)
         self.cy = min(self.cy, rows - 1)
         self.wrap_pending = False
@@ -466,7 +470,7 @@ class TerminalEmulator:
             del parts[-2:]
         sgr_after = _SGR_AFTER
         dirty = self._dirty
-        lines, cols, rows, bottom, attr, inline_print, inline_scroll, history = self._hot_state()
+        lines, cols, rows, bottom, attr, inline_print, inline_scroll = self._hot_state()
         it = iter(parts)
         for run, seq in zip(it, it, strict=False):
             if run:
@@ -498,11 +502,7 @@ class TerminalEmulator:
                 cy = self.cy
                 if cy == bottom:
                     if inline_scroll:
-                        row = lines.pop(0)
-                        if history is not None:
-                            history.append(row)
-                        lines.append(Row(cols, DEFAULT_ATTR if attr[1] == -1 else blank_attr(attr)))
-                        self._all_dirty = True
+                        self._scroll_screen(lines)
                     else:
                         self._index()
                 elif cy < rows - 1:
@@ -511,12 +511,16 @@ class TerminalEmulator:
             if seq[0] != "\x1b":
                 self._control(seq)
                 if seq in "\x0e\x0f":
-                    lines, cols, rows, bottom, attr, inline_print, inline_scroll, history = self._hot_state()
+                    lines, cols, rows, bottom, attr, inline_print, inline_scroll = self._hot_state()
                 continue
             action = _ACTIONS.get(seq)
             if action is None:
                 action = _parse_escape(seq)
             kind = action[0]
+            if kind == "sgr":
+                self.attr = attr = action[1]
+                self._last_char = ""
+                continue
             if kind == "m":
                 key = (attr, seq)
                 new_attr = sgr_after.get(key)
@@ -538,23 +542,20 @@ class TerminalEmulator:
                 continue
             self._last_char = ""
             dirty = self._dirty
-            lines, cols, rows, bottom, attr, inline_print, inline_scroll, history = self._hot_state()
+            lines, cols, rows, bottom, attr, inline_print, inline_scroll = self._hot_state()
         if parts[-1]:
             self._print(parts[-1])
 
     def _hot_state(self) -> tuple:
         """The state `_process` keeps in locals, and whether its inline paths apply."""
-        lines = self.lines
-        main = lines is self._main
         return (
-            lines,
+            self.lines,
             self.cols,
             self.rows,
             self.bottom,
             self.attr,
             self._translate is None and not self.insert_mode,
-            self.top == 0 and self.bottom == self.rows - 1 and not (main and self._scroll_offset),
-            self.scrollback if main and self.scrollback_limit else None,
+            self.top == 0 and self.bottom == self.rows - 1,
         )
 
     # ------------------------------------------------------------------ printing
@@ -678,21 +679,40 @@ class TerminalEmulator:
         """Line feed: down one row, scrolling the region when on its bottom margin."""
         if self.cy == self.bottom:
             if self.top == 0 and self.bottom == self.rows - 1:
-                # The hot path: the whole screen scrolls one line, the top row goes to history.
-                lines = self.lines
-                row = lines.pop(0)
-                if lines is self._main:
-                    if self.scrollback_limit:
-                        self.scrollback.append(row)
-                    if self._scroll_offset:
-                        self._keep_view(1)
-                attr = self.attr
-                lines.append(Row(self.cols, DEFAULT_ATTR if attr[1] == -1 else blank_attr(attr)))
-                self._all_dirty = True
+                self._scroll_screen(self.lines)
             else:
                 self._scroll_up(1)
         elif self.cy < self.rows - 1:
             self.cy += 1
+
+    def _scroll_screen(self, lines: list[Row]) -> None:
+        """The hot path of a line feed: the whole screen scrolls one line, the top row goes to the
+        history (main screen) and a blank row comes in at the bottom.
+
+        The blank row reuses the row the history drops (or the one leaving the screen when nothing
+        keeps it), so a long flood allocates no rows: fewer allocations, far less garbage collection.
+        """
+        row = lines.pop(0)
+        spare: Row | None = row
+        if lines is self._main:
+            limit = self.scrollback_limit
+            if limit:
+                history = self.scrollback
+                spare = history[0] if len(history) == limit else None
+                history.append(row)
+            if self._scroll_offset:
+                self._keep_view(1)
+        attr = self.attr
+        cols = self.cols
+        if spare is not None and len(spare.chars) == cols:
+            spare.chars[:] = self._blank_chars
+            spare.attrs[:] = self._blank_attrs if attr[1] == -1 else [blank_attr(attr)] * cols
+            spare.wrapped = False
+            spare.strip = None
+            lines.append(spare)
+        else:
+            lines.append(Row(cols, DEFAULT_ATTR if attr[1] == -1 else blank_attr(attr)))
+        self._all_dirty = True
 
     def _reverse_index(self) -> None:
         if self.cy == self.top:
@@ -1223,7 +1243,11 @@ def _parse_escape(seq: str) -> tuple:
         m = _CSI_PARTS.fullmatch(seq)
         params, inter, final = m.group(1, 2, 3) if m else ("", "", "")
         if final == "m" and not inter and not (params and params[0] in "<=>?"):
-            action: tuple = ("m", params)
+            if params.split(";", 1)[0] in ("", "0"):
+                # Starts with a reset: the result does not depend on the attributes before it.
+                action: tuple = ("sgr", apply_sgr(DEFAULT_ATTR, params))
+            else:
+                action = ("m", params)
         else:
             action = ("csi", params, inter, final)
     elif seq[1] in "P_^X":

@@ -1,0 +1,241 @@
+"""Terminal ingest: 50 MB of plain and 50 MB of coloured text into the emulator's state, against tmux
+swallowing the same file in the same run.
+
+    .venv/bin/python bench/bench_terminal_ingest.py [--mb 50] [--alternatives-mb 5] [--through-service]
+
+For each text (plain: log-like lines of words; coloured: the same with SGR 16-colour, 256-colour and
+true-colour runs, as `ls --color` / `grep --color` / compilers print) it measures:
+
+- tmux: `tmux -L <socket> new-session -d -x 200 -y 50 'stty -opost; cat FILE; tmux wait-for -S done'`
+  then `tmux wait-for done`, timed (wall clock), plus the CPU time the tmux server spent (psutil),
+  history-limit 10000 like our scrollback; afterwards tmux's screen is compared with ours;
+- bbrowse's `TerminalEmulator` (200x50, 10,000 lines of scrollback) fed the same bytes in 64 KiB
+  chunks, as they come off a stream: wall clock and CPU time of this process;
+- the same 50 MB handed over in one call (a backlog, as after a burst): the flood-skipping path;
+- with `--alternatives-mb N` (default 5; 0 skips): pyte and bittty on the first N MB, for the record;
+- with `--through-service`: a real `bbrowse serve`, `cat FILE` spawned with a PTY, every chunk of
+  `stdout/stream` decoded by bbrowse's client and fed to the emulator: the whole path, MB/s.
+
+Target (issue 4): >= 10 MB/s plain. tmux does ~40 MB/s on an idle machine here; on a loaded 2-core box
+every wall-clock figure shrinks, which is why the CPU-time figures and the ratios to tmux in the same
+run are printed too. `uptime` is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from bbrowse.tui.terminal.emulator import TerminalEmulator  # noqa: E402
+
+MB = 1_000_000
+COLS, ROWS, SCROLLBACK = 200, 50, 10_000
+CHUNK = 64 * 1024
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
+         "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+
+
+def plain_text(size: int) -> bytes:
+    rnd = random.Random(1)
+    out, total, n = [], 0, 0
+    while total < size:
+        line = f"{n:08d} " + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 16))) + "\r\n"
+        out.append(line)
+        total += len(line)
+        n += 1
+    return "".join(out).encode()[:size]
+
+
+def coloured_text(size: int) -> bytes:
+    rnd = random.Random(2)
+    out, total, n = [], 0, 0
+    while total < size:
+        parts = []
+        for _ in range(rnd.randint(3, 12)):
+            word = rnd.choice(WORDS)
+            kind = rnd.randint(0, 3)
+            if kind == 0:
+                parts.append(f"\x1b[{rnd.randint(31, 37)}m{word}\x1b[0m")
+            elif kind == 1:
+                parts.append(f"\x1b[1;38;5;{rnd.randint(0, 255)}m{word}\x1b[0m")
+            elif kind == 2:
+                r, g, b = (rnd.randint(0, 255) for _ in range(3))
+                parts.append(f"\x1b[38;2;{r};{g};{b}m{word}\x1b[m")
+            else:
+                parts.append(word)
+        line = f"{n:08d} " + " ".join(parts) + "\r\n"
+        out.append(line)
+        total += len(line)
+        n += 1
+    return "".join(out).encode()[:size]
+
+
+def uptime() -> str:
+    return " ".join(f"{load:.1f}" for load in os.getloadavg())
+
+
+def tmux_swallow(path: Path, tmp: Path) -> tuple[float, float, list[str]]:
+    """(wall seconds, tmux server CPU seconds, tmux's screen rows) for tmux reading `path` raw."""
+    sock = f"bbrowse-bench-{uuid.uuid4().hex[:8]}"
+    conf = tmp / "tmux.conf"
+    conf.write_text(f"set -g history-limit {SCROLLBACK}\nset -g status off\n")
+    base = ["tmux", "-L", sock, "-f", str(conf)]
+    started = time.perf_counter()
+    subprocess.run([*base, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
+                    f"stty -opost -echo; cat {path}; tmux -L {sock} wait-for -S done; sleep 600"], check=True)
+    pid = int(subprocess.run([*base, "display-message", "-p", "#{pid}"], check=True, capture_output=True,
+                             text=True).stdout)
+    subprocess.run([*base, "wait-for", "done"], check=True)
+    wall = time.perf_counter() - started
+    cpu = sum(psutil.Process(pid).cpu_times()[:2])
+    screen = subprocess.run([*base, "capture-pane", "-p", "-N"], check=True, capture_output=True,
+                            text=True).stdout.split("\n")[:ROWS]
+    subprocess.run([*base, "kill-server"], capture_output=True)
+    return wall, cpu, [line.rstrip() for line in screen]
+
+
+def ours_chunked(data: bytes) -> tuple[float, float, TerminalEmulator]:
+    emulator = TerminalEmulator(COLS, ROWS, scrollback=SCROLLBACK)
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for start in range(0, len(data), CHUNK):
+        emulator.feed(data[start : start + CHUNK])
+    return time.perf_counter() - wall0, time.process_time() - cpu0, emulator
+
+
+def ours_backlog(data: bytes) -> tuple[float, TerminalEmulator]:
+    emulator = TerminalEmulator(COLS, ROWS, scrollback=SCROLLBACK)
+    wall0 = time.perf_counter()
+    emulator.feed(data)
+    return time.perf_counter() - wall0, emulator
+
+
+def alternative(name: str, data: bytes) -> float | None:
+    """CPU seconds for pyte or bittty to take `data` in 64 KiB chunks (None if not installed)."""
+    try:
+        if name == "pyte":
+            import pyte
+
+            screen = pyte.HistoryScreen(COLS, ROWS, history=SCROLLBACK)
+            stream = pyte.ByteStream(screen)
+            feed = stream.feed
+        else:
+            from bittty import Board
+
+            class Display:
+                keeps_scrollback = True
+
+                def present(self, event: object) -> None:
+                    pass
+
+            board = Board(width=COLS, height=ROWS)
+            board.attach_display(Display())
+            feed = board.feed_host_data
+    except ImportError:
+        return None
+    cpu0 = time.process_time()
+    for start in range(0, len(data), CHUNK):
+        feed(data[start : start + CHUNK])
+    return time.process_time() - cpu0
+
+
+async def through_service(path: Path, size: int) -> tuple[float, int, TerminalEmulator]:
+    """Seconds from the go signal to the exit event, for `cat FILE` in a PTY read via stdout/stream."""
+    from conftest import start_service, stop_service
+
+    from bbrowse.client import BrowserClient, close_shared_clients
+    from bbrowse.wire import ProcessExitEvent
+
+    handle = start_service(Path(tempfile.mkdtemp(prefix="bbrowse-bench-")))
+    try:
+        client = BrowserClient(handle.url, handle.token)
+        sid = (await client.sessions.create(timeout_seconds=600)).session_id
+        emulator = TerminalEmulator(COLS, ROWS, scrollback=SCROLLBACK)
+        try:
+            proc = await client.processes.spawn(sid, "sh", ["-c", f"stty -opost -echo; read go; exec cat {path}"],
+                                                allocate_tty=True, cols=COLS, rows=ROWS)
+            total = 0
+            async with client.processes.stdout_stream(sid, proc.process_id) as stream:
+                started = time.perf_counter()
+                await client.processes.stdin(sid, proc.process_id, b"\n")
+                async for event in stream:
+                    if type(event) is ProcessExitEvent:
+                        break
+                    data = event.data()
+                    total += len(data)
+                    emulator.feed(data)
+            seconds = time.perf_counter() - started
+        finally:
+            await client.sessions.delete(sid)
+            await close_shared_clients()
+    finally:
+        stop_service(handle)
+    return seconds, total, emulator
+
+
+def rate(size: int, seconds: float) -> float:
+    return size / MB / seconds if seconds > 0 else float("inf")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50)
+    parser.add_argument("--alternatives-mb", type=float, default=5)
+    parser.add_argument("--through-service", action="store_true")
+    args = parser.parse_args()
+    size = int(args.mb * MB)
+    print(f"load average before: {uptime()}")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bbrowse-ingest-") as tmpdir:
+        tmp = Path(tmpdir)
+        for name, make in (("plain", plain_text), ("coloured", coloured_text)):
+            data = make(size)
+            path = tmp / f"{name}.txt"
+            path.write_bytes(data)
+            tmux_wall, tmux_cpu, tmux_screen = tmux_swallow(path, tmp)
+            wall, cpu, emulator = ours_chunked(data)
+            same = emulator.display == tmux_screen
+            backlog_wall, backlog_emulator = ours_backlog(data)
+            assert backlog_emulator.display == emulator.display, "flood skipping changed the result"
+            lines = data.count(b"\n")
+            print(f"\n{name}: {len(data) / MB:g} MB, {lines} lines, screen {COLS}x{ROWS}, scrollback {SCROLLBACK}")
+            print(f"  tmux (same run)              wall {rate(size, tmux_wall):7.1f} MB/s   "
+                  f"server CPU {rate(size, tmux_cpu):7.1f} MB/s")
+            print(f"  bbrowse emulator, 64 KiB     wall {rate(size, wall):7.1f} MB/s   "
+                  f"CPU {rate(size, cpu):7.1f} MB/s   same final screen as tmux: {'yes' if same else 'NO'}")
+            print(f"  ratio to tmux                wall {tmux_wall / wall:7.2f}         CPU {tmux_cpu / cpu:7.2f}")
+            print(f"  bbrowse emulator, one 50 MB backlog (flood skipping): wall {rate(size, backlog_wall):.1f} MB/s")
+            results[name] = (rate(size, wall), rate(size, cpu))
+            if args.alternatives_mb > 0:
+                sample = data[: int(args.alternatives_mb * MB)]
+                for other in ("bittty", "pyte"):
+                    seconds = alternative(other, sample)
+                    if seconds is not None:
+                        print(f"  {other:6s} on the first {len(sample) / MB:g} MB   "
+                              f"CPU {rate(len(sample), seconds):7.2f} MB/s")
+            if args.through_service:
+                seconds, total, service_emulator = asyncio.run(through_service(path, size))
+                same = service_emulator.display == emulator.display
+                print(f"  stdout/stream -> emulator (real service, PTY)  wall {rate(total, seconds):7.1f} MB/s  "
+                      f"({total / MB:g} MB, same screen: {'yes' if same else 'NO'})")
+    print(f"\nload average after: {uptime()}")
+    plain_wall, plain_cpu = results["plain"]
+    print(f"target >= 10 MB/s plain: wall {plain_wall:.1f} MB/s ({'meets' if plain_wall >= 10 else 'misses'}), "
+          f"CPU {plain_cpu:.1f} MB/s ({'meets' if plain_cpu >= 10 else 'misses'})")
+
+
+if __name__ == "__main__":
+    main()
