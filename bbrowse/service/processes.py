@@ -79,6 +79,8 @@ class StdinClosedError(Exception):
 
 
 class ManagedProcess:
+    """One spawned (or exec'd) child: its descriptors, output, exit, and the controls on it."""
+
     def __init__(self, child: Child, command: str, sink: Callable[[int, bytes], None] | None = None) -> None:
         self.process_id = str(uuid.uuid4())
         self.child = child
