@@ -70,7 +70,7 @@ class BbrowseApp(App):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("question_mark", "toggle_help", "Help", id="app.help"),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
     ]
 
     connection_state: reactive[ConnectionState] = reactive("starting")

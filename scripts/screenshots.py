@@ -1,0 +1,79 @@
+"""Refresh the SVG screenshots in screenshots/ (shown in the README): each main screen of the app,
+driven with Pilot against a real local service with a real session, shell, log, file and browser.
+
+    .venv/bin/python scripts/screenshots.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("BBROWSE_IMAGE_RENDERING", "halfcell")
+
+import httpx  # noqa: E402
+from conftest import start_service, stop_service  # noqa: E402
+
+from bbrowse.client import ClientConfig  # noqa: E402
+from bbrowse.target import Target  # noqa: E402
+from bbrowse.tui.app import BbrowseApp  # noqa: E402
+from bbrowse.tui.screens.session import SessionScreen  # noqa: E402
+from bbrowse.wire import Browser  # noqa: E402
+
+OUT = ROOT / "screenshots"
+SIZE = (128, 36)
+PAGE = ("data:text/html,<body style='font:40px sans-serif;background:%23204060;color:white'>"
+        "<h1>bbrowse</h1><p>a real Chromium, screenshotted over CDP</p></body>")
+
+
+async def settle(pilot, seconds: float) -> None:
+    await pilot.pause(seconds)
+
+
+async def main() -> None:
+    state = Path(tempfile.mkdtemp(prefix="bbrowse-shots-"))
+    service = start_service(state)
+    try:
+        headers = service.headers
+        async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as http:
+            demo = (await http.post("/browsers", json={"name": "checkout-flow", "start_url": PAGE,
+                                                       "timeout_seconds": 3600})).json()
+            for name in ("search-crawler", "login-smoke"):
+                await http.post("/browsers", json={"name": name, "timeout_seconds": 1800})
+            replay = (await http.post(f"/browsers/{demo['session_id']}/replays", json={"framerate": 10})).json()
+            await asyncio.sleep(2)
+            await http.post(f"/browsers/{demo['session_id']}/replays/{replay['replay_id']}/stop")
+        app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "embedded"))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, 2.0)
+            app.save_screenshot(str(OUT / "sessions.svg"))
+            app.push_screen(SessionScreen(Browser.model_validate(demo)))
+            await settle(pilot, 2.5)
+            for text in ("ls -la --color=always /etc | head -8", "printf '\\e[1;32mgreen \\e[1;31mred \\e[0;4munderlined\\e[0m 日本語\\n'"):
+                await pilot.press(*[_key(c) for c in text], "enter")
+                await settle(pilot, 1.0)
+            app.save_screenshot(str(OUT / "shell.svg"))
+            await pilot.press("escape", "escape")
+            await settle(pilot, 0.6)
+            for tab in ("logs", "files", "screenshot", "replays"):
+                app.screen.action_show_tab(tab)
+                await settle(pilot, 3.0)
+                app.save_screenshot(str(OUT / f"{tab}.svg"))
+    finally:
+        stop_service(service)
+    print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.svg"))))
+
+
+def _key(char: str) -> str:
+    names = {" ": "space", "'": "apostrophe", "\\": "backslash", "|": "vertical_line", ";": "semicolon",
+             "-": "minus", "/": "slash", ".": "full_stop", "=": "equals_sign", "[": "left_square_bracket"}
+    return names.get(char, char)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
