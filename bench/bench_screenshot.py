@@ -10,8 +10,9 @@ It starts its own `bbrowse serve` (a separate process, state in a temporary dire
    at the client, `--creates` times (each session deleted after), median and max; the create alone too.
 2. screenshot p50/p90 of `--count` at an httpx client (keep-alive, bytes received), interleaved with
    the baseline in the same run: `Page.captureScreenshot` with the same parameters sent directly over
-   CDP (plain websockets, attached to the same tab, base64 decoded), on the same page (text, boxes and
-   a gradient at the default 1280x800 viewport). Target: ratio of p50s <= 1.3.
+   CDP (plain websockets, attached to the same tab, base64 decoded), on the same page: once a page of
+   text, boxes and a gradient, once about:blank (where the service's fixed cost shows most), at the
+   default 1280x800 viewport. Target: ratio of p50s <= 1.3.
 """
 
 from __future__ import annotations
@@ -81,6 +82,32 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+async def compare(http: httpx.AsyncClient, name: str, url: str, count: int) -> None:
+    """Screenshots through the service vs raw CDP, interleaved, on one session showing `url`."""
+    r = await http.post("/browsers", json={"start_url": url})
+    sid, cdp_url = r.json()["session_id"], r.json()["cdp_ws_url"]
+    raw, page_session = await RawCDP.attach(cdp_url)
+    ours, theirs, size = [], [], 0
+    for i in range(count + 5):
+        t0 = time.perf_counter()
+        shot = await http.post(f"/browsers/{sid}/computer/screenshot", json={})
+        t1 = time.perf_counter()
+        data = base64.b64decode((await raw.call("Page.captureScreenshot", {"format": "png"}, page_session))["data"])
+        t2 = time.perf_counter()
+        assert shot.status_code == 200
+        if i >= 5:  # warm-up excluded
+            ours.append(t1 - t0)
+            theirs.append(t2 - t1)
+            size = len(data)
+    await raw.ws.close()
+    await http.delete(f"/browsers/{sid}")
+    p50_ours, p50_raw = statistics.median(ours), statistics.median(theirs)
+    print(f"{name} ({count} shots, PNG {size // 1024} KiB):")
+    print(f"  screenshot over HTTP:      p50 {p50_ours * 1000:.1f} ms, p90 {pct(ours, 0.9) * 1000:.1f} ms")
+    print(f"  raw CDP captureScreenshot: p50 {p50_raw * 1000:.1f} ms, p90 {pct(theirs, 0.9) * 1000:.1f} ms")
+    print(f"  ratio of p50s: {p50_ours / p50_raw:.2f} (target <= 1.3)")
+
+
 async def main(count: int, creates: int) -> None:
     print("load before:", os.getloadavg())
     handle = start_service(Path(tempfile.mkdtemp(prefix="bbrowse-bench-")))
@@ -101,29 +128,8 @@ async def main(count: int, creates: int) -> None:
                   f"max {max(to_first) * 1000:.0f} ms (create alone median "
                   f"{statistics.median(create_only) * 1000:.0f} ms) over {creates}; target <= 1500 ms")
 
-            r = await http.post("/browsers", json={"start_url": PAGE})
-            sid, cdp_url = r.json()["session_id"], r.json()["cdp_ws_url"]
-            raw, page_session = await RawCDP.attach(cdp_url)
-            ours, theirs, size = [], [], 0
-            for i in range(count + 5):
-                t0 = time.perf_counter()
-                shot = await http.post(f"/browsers/{sid}/computer/screenshot", json={})
-                t1 = time.perf_counter()
-                data = base64.b64decode((await raw.call("Page.captureScreenshot", {"format": "png"}, page_session))
-                                        ["data"])
-                t2 = time.perf_counter()
-                assert shot.status_code == 200
-                if i >= 5:  # warm-up excluded
-                    ours.append(t1 - t0)
-                    theirs.append(t2 - t1)
-                    size = len(data)
-            await raw.ws.close()
-            await http.delete(f"/browsers/{sid}")
-        p50_ours, p50_raw = statistics.median(ours), statistics.median(theirs)
-        print(f"screenshot over HTTP: p50 {p50_ours * 1000:.1f} ms, p90 {pct(ours, 0.9) * 1000:.1f} ms "
-              f"({count} shots, PNG {size // 1024} KiB)")
-        print(f"raw CDP captureScreenshot: p50 {p50_raw * 1000:.1f} ms, p90 {pct(theirs, 0.9) * 1000:.1f} ms")
-        print(f"ratio of p50s: {p50_ours / p50_raw:.2f} (target <= 1.3)")
+            for name, url in (("text page", PAGE), ("blank page", "about:blank")):
+                await compare(http, name, url, count)
     finally:
         stop_service(handle)
         print("load after:", os.getloadavg())
