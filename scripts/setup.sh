@@ -9,6 +9,7 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
   || command -v google-chrome >/dev/null 2>&1 || need+=(chromium)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}"

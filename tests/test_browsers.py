@@ -240,6 +240,9 @@ async def test_without_chromium_sessions_work_and_browser_calls_say_how_to_insta
             assert headful.status_code == 400
             assert headful.json()["details"][0]["message"].startswith("headless")
             assert "Xvfb" in headful.json()["message"]
+            # refused before anything was created: no half-made session is left behind
+            assert (await client.get("/browsers", params={"status": "all"})).json()[0]["session_id"] == sid
+            assert len((await client.get("/browsers", params={"status": "all"})).json()) == 1
             assert (await client.delete(f"/browsers/{sid}")).status_code == 204
     finally:
         stop_service(handle)

@@ -56,7 +56,7 @@ async def test_list_45_sessions_in_pages(http: httpx.AsyncClient) -> None:
     tag = uuid.uuid4().hex[:8]
     ids = []
     for i in range(45):
-        r = await http.post("/browsers", json={"name": f"page-{tag}-{i:02d}"})
+        r = await http.post("/browsers", json={"name": f"page-{tag}-{i:02d}", "timeout_seconds": 600})
         ids.append(r.json()["session_id"])
     seen, offset, pages = [], 0, 0
     while True:

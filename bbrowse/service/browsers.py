@@ -41,6 +41,7 @@ from typing import IO, Any
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError
 from bbrowse.service.errors import ServiceError, bad_request, browser_unavailable
 from bbrowse.service.sessions import Session
+from bbrowse.wire import BrowserCreateRequest
 
 log = logging.getLogger("bbrowse.browsers")
 
@@ -583,9 +584,9 @@ class BrowserManager:
         else:
             log.warning("no Chromium found (%s): sessions will have no browser", chromium_path or "PATH")
 
-    def validate(self, session: Session) -> None:
+    def validate(self, request: BrowserCreateRequest) -> None:
         """Refuse what cannot be honoured before anything starts: a headful session without Xvfb."""
-        if not session.request.headless and not self.xvfb_binary:
+        if not request.headless and not self.xvfb_binary:
             raise bad_request(
                 "headless: false runs Chromium under Xvfb, which is not installed "
                 "(e.g. `sudo apt-get install xvfb`); use headless: true",
@@ -593,7 +594,6 @@ class BrowserManager:
             )
 
     async def on_create(self, session: Session) -> None:
-        self.validate(session)
         browser = ChromiumBrowser(session, self.binary, self.xvfb_binary, self.configured)
         session.extras[self.EXTRA_KEY] = browser
         await browser.start()

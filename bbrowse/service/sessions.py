@@ -110,6 +110,7 @@ class Session:
 
 
 SessionHook = Callable[[Session], Awaitable[None]]
+RequestValidator = Callable[[BrowserCreateRequest], None]
 
 
 class SessionManager:
@@ -118,6 +119,8 @@ class SessionManager:
         self.service_log = service_log
         self._sessions: dict[str, Session] = {}
         self._by_name: dict[str, str] = {}
+        #: Run before anything is created: raise a ServiceError to refuse the request.
+        self.validators: list[RequestValidator] = []
         self.on_create: list[SessionHook] = []
         self.on_delete: list[SessionHook] = []
         self._reaper: asyncio.Task | None = None
@@ -158,6 +161,8 @@ class SessionManager:
     # lifecycle --------------------------------------------------------------
 
     async def create(self, request: BrowserCreateRequest) -> Session:
+        for validate in self.validators:
+            validate(request)
         async with self._lock:
             if request.name and self._name_taken(request.name):
                 raise conflict(f"a browser session named {request.name!r} already exists")

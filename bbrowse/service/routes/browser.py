@@ -33,6 +33,7 @@ def install(state: ServiceState) -> None:
     state.parts[BROWSERS] = browsers
     state.parts[REPLAYS] = replays
     state.parts[TOKENS] = ReplayTokens()
+    state.sessions.validators.append(browsers.validate)
     state.sessions.on_create.append(browsers.on_create)
     state.sessions.on_delete.append(replays.on_delete)  # finalise the recording while the browser still runs
     state.sessions.on_delete.append(browsers.on_delete)
