@@ -324,6 +324,20 @@ def test_skipping_a_flood_gives_exactly_the_same_state(scrollback: int) -> None:
     assert state(whole) == state(small)
 
 
+def test_the_plain_lines_path_matches_the_general_path() -> None:
+    """Chunks with no escape sequence take a faster path; it must leave exactly the same state."""
+    data = b"".join(f"{i:05d} {'word ' * (i % 50)}\r\n".encode() for i in range(3000))
+    data += "中文字 ".encode() * 40 + b"\r\nx" * 200 + b"tab\there\r\n" + b"y" * 90
+    fast = TerminalEmulator(80, 24, scrollback=300)
+    general = TerminalEmulator(80, 24, scrollback=300)
+    general._process = general._process_sequences  # never the plain-lines path
+    for start in range(0, len(data), 4096):
+        fast.feed(data[start : start + 4096])
+        general.feed(data[start : start + 4096])
+    assert state(fast) == state(general)
+    assert [row.wrapped for row in fast.lines] == [row.wrapped for row in general.lines]
+
+
 def test_a_flood_with_escapes_in_its_head_is_drawn_in_full() -> None:
     emulator = TerminalEmulator(40, 10, scrollback=10)
     data = b"\x1b[31m" + b"line\r\n" * 1000 + b"\x1b[0m" + b"line\r\n" * 1000

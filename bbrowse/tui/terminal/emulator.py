@@ -457,9 +457,65 @@ class TerminalEmulator:
         return head_end + 1
 
     def _process(self, text: str) -> None:
-        """Apply decoded output. The hot cases (ASCII text that fits the line, CR LF, SGR) run inline
-        on local copies of the state they read; anything else goes to a method, after which the
-        locals are read again."""
+        """Apply decoded output."""
+        if "\x1b" not in text:
+            lines = text.split("\r\n")
+            if all(map(str.isprintable, lines)):
+                self._process_plain_lines(lines)
+                return
+        self._process_sequences(text)
+
+    def _process_plain_lines(self, lines: list[str]) -> None:
+        """The flood path: printable lines joined by CR LF, no escape sequence, no other control.
+
+        `str.split` and `str.isprintable` did the tokenising in C; each line is a slice assignment
+        into its row (when it is ASCII and fits) and each CR LF a scroll that reuses a row.
+        """
+        dirty = self._dirty
+        screen, cols, rows, bottom, attr, inline_print, inline_scroll = self._hot_state()
+        last = len(lines) - 1
+        for index, run in enumerate(lines):
+            if run:
+                cx = self.cx
+                end = cx + len(run)
+                if inline_print and end <= cols and not self.wrap_pending and run.isascii():
+                    cy = self.cy
+                    row = screen[cy]
+                    chars = row.chars
+                    if chars[cx] == "" and cx:
+                        chars[cx - 1] = " "
+                    if end < cols and chars[end] == "":
+                        chars[end] = " "
+                    chars[cx:end] = run
+                    row.attrs[cx:end] = [attr] * (end - cx)
+                    row.strip = None
+                    dirty.add(cy)
+                    if end == cols:
+                        self.cx = cols - 1
+                        self.wrap_pending = self.autowrap
+                    else:
+                        self.cx = end
+                    self._last_char = run[-1]
+                else:
+                    self._print(run)
+            if index == last:
+                break
+            self.wrap_pending = False
+            self.cx = 0
+            cy = self.cy
+            if cy == bottom:
+                if inline_scroll:
+                    self._scroll_screen(screen)
+                else:
+                    self._index()
+            elif cy < rows - 1:
+                self.cy = cy + 1
+        self._last_char = "" if lines[-1] == "" else self._last_char
+
+    def _process_sequences(self, text: str) -> None:
+        """Apply output with escape sequences and controls. The hot cases (ASCII text that fits the
+        line, CR LF, SGR) run inline on local copies of the state they read; anything else goes to a
+        method, after which the locals are read again."""
         parts = _SEQUENCE.split(text)
         if len(parts) > 1 and not parts[-1] and parts[-2][0] == "\x1b" and not _COMPLETE_ESCAPE.fullmatch(parts[-2]):
             tail = parts[-2]
@@ -498,6 +554,7 @@ class TerminalEmulator:
                     self._print(run)
             if seq == "\r\n":
                 self.wrap_pending = False
+                self._last_char = ""
                 self.cx = 0
                 cy = self.cy
                 if cy == bottom:

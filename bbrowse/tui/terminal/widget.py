@@ -144,6 +144,8 @@ class TerminalView(Widget, can_focus=True):
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
+        self._below_high_water = asyncio.Event()
+        self._below_high_water.set()
         self._outbox = bytearray()
         self._sender_task: asyncio.Task[None] | None = None
         self._frame_timer: Timer | None = None
@@ -175,10 +177,12 @@ class TerminalView(Widget, can_focus=True):
             self._drain_task = asyncio.get_running_loop().create_task(self._drain())
 
     async def write(self, data: bytes) -> None:
-        """`feed`, then wait while the backlog is above the high-water mark (back-pressure)."""
+        """`feed`, then wait while the backlog is above the high-water mark (back-pressure for the
+        reader, so a flood is not buffered without bound)."""
         self.feed(data)
-        while len(self._backlog) > HIGH_WATER_BYTES and self._drain_task is not None and not self._drain_task.done():
-            await asyncio.sleep(0.005)
+        if len(self._backlog) > HIGH_WATER_BYTES:
+            self._below_high_water.clear()
+            await self._below_high_water.wait()
 
     async def wait_drained(self) -> None:
         """Wait until everything fed so far has been parsed."""
@@ -200,10 +204,13 @@ class TerminalView(Widget, can_focus=True):
                     if replies:
                         self._send(replies)
                 self._schedule_frame()
+                if len(backlog) <= HIGH_WATER_BYTES:
+                    self._below_high_water.set()
                 if backlog:
                     # Let the loop run keys, timers and drawing before the next budget.
                     await asyncio.sleep(0.001)
         finally:
+            self._below_high_water.set()
             if not backlog:
                 self._drained.set()
 
@@ -415,6 +422,8 @@ class TerminalView(Widget, can_focus=True):
     def reset(self) -> None:
         """Blank slate for a new program: the screen, scrollback, queued output and exit state go."""
         self._backlog.clear()
+        self._below_high_water.set()
+        self._drained.set()
         self._outbox.clear()
         self.emulator.reset()
         self.exited = False
