@@ -80,6 +80,9 @@ class KeyProbe:
 
         view.render_line = render_line  # type: ignore[method-assign]
 
+    def close(self) -> None:
+        del self.view.render_line  # back to the class's method
+
     async def run(self, stop: asyncio.Event) -> None:
         driver = self.app._driver
         assert driver is not None
@@ -94,17 +97,26 @@ class KeyProbe:
 
 
 class LoopLag:
-    """How late a 20 ms timer fires: what any event (a key, a click) waits for, at least."""
+    """How late a 20 ms timer fires: what any event (a key, a click) waits for, at least.
+
+    For each late tick it also notes how much of the wait this process spent on a CPU: near 100%
+    means the app itself was busy (its own long step), much less means the OS ran other processes.
+    """
 
     def __init__(self, app: BbrowseApp) -> None:
         self.lags: list[float] = []
+        self.on_cpu: list[float] = []  # for ticks more than 100 ms late
         self._last = time.perf_counter()
+        self._last_cpu = time.process_time()
         self.timer = app.set_interval(0.02, self._tick)
 
     def _tick(self) -> None:
-        now = time.perf_counter()
-        self.lags.append(max(0.0, now - self._last - 0.02))
-        self._last = now
+        now, cpu = time.perf_counter(), time.process_time()
+        late = max(0.0, now - self._last - 0.02)
+        self.lags.append(late)
+        if late > 0.1:
+            self.on_cpu.append((cpu - self._last_cpu) / (now - self._last))
+        self._last, self._last_cpu = now, cpu
 
 
 def summary_ms(values: list[float]) -> str:
@@ -126,9 +138,10 @@ def line_time(line: str) -> float | None:
 async def ingest_run(
     app: BbrowseApp, view: LogView, log: Path, total: int, rate: float, label: str, service_pid: int
 ) -> None:
-    me, service = psutil.Process(), psutil.Process(service_pid)
+    me = psutil.Process()
+    service = [psutil.Process(service_pid), *psutil.Process(service_pid).children(recursive=True)]
     cpu_before = sum(me.cpu_times()[:2])
-    service_before = sum(service.cpu_times()[:2])
+    service_before = sum(sum(p.cpu_times()[:2]) for p in service)
     start_seq = view.buffer.end_seq
     last_seq = start_seq + total - 1
     probe = KeyProbe(app, view)
@@ -163,10 +176,11 @@ async def ingest_run(
     finally:
         stop.set()
         await probe_task
+        probe.close()
         lag.timer.stop()
         writer.wait()
     cpu_seconds = sum(me.cpu_times()[:2]) - cpu_before
-    service_share = (sum(service.cpu_times()[:2]) - service_before) / elapsed
+    service_share = (sum(sum(p.cpu_times()[:2]) for p in service) - service_before) / elapsed
     steady = per_second[2:-1] or per_second
     print(f"{label}: {total:,} lines in {elapsed:.1f} s = {total / elapsed:,.0f} lines/s appended->drawn "
           f"(app {cpu_seconds / elapsed:.0%} of a core, service {service_share:.0%})")
@@ -176,6 +190,9 @@ async def ingest_run(
           f"min {min(steady):,.0f}")
     print(f"    key 't' -> row redrawn: {summary_ms(probe.latencies)} ({len(probe.latencies)} presses)")
     print(f"    20 ms timer lateness:   {summary_ms(lag.lags)}")
+    if lag.on_cpu:
+        print(f"    {len(lag.on_cpu)} ticks over 100 ms late; this process was on a CPU for "
+              f"{statistics.median(lag.on_cpu):.0%} (median) of those waits")
     if rate:
         ordered = sorted(lags)
         print(f"    append->drawn lag of the newest line on screen: {summary_ms(ordered)}; "

@@ -268,7 +268,7 @@ class LogsPane(Vertical, can_focus=True):
     BINDINGS = [
         Binding("o", "open", "Open log", id="logs.open"),
         Binding("x", "close", "Close log", id="logs.close"),
-        Binding("z", "zoom", "Zoom", id="logs.zoom"),
+        Binding("z", "zoom", "Zoom pane", id="logs.zoom", show=False),
     ]
     DEFAULT_CSS = """
     LogsPane { height: 1fr; }
