@@ -4,21 +4,32 @@ The service target is resolved in a worker thread while a spinner shows, so the 
 drawn at once. Connection health is tracked here: screens report each call's outcome with
 `connection_ok()` / `connection_lost()`, the header shows the state, and a notification marks each
 transition, so a lost service never crashes the app and is noticed when it comes back.
+
+Settings (`bbrowse.config`) arrive ready-made: the app registers every theme (shipped and the user's),
+applies the configured theme and `[keys]` keymap, reports a broken file as a notification, and can
+switch to another profile, which closes the current target and connects to the new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.command import SimpleCommand
+from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.widgets import LoadingIndicator, Static
 
-from bbrowse.client import BrowserClient, ClientError, ServiceError
-from bbrowse.target import Target, resolve_target
+from bbrowse.client import BrowserClient, ClientError, ServiceError, close_shared_clients
+from bbrowse.config import ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
+from bbrowse.paths import config_file, user_themes_dir
+from bbrowse.target import Target, target_for
+from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
 from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
 
 
@@ -48,18 +59,24 @@ class BbrowseScreen(Screen):
         return self.CRUMBS
 
 
-class StartingScreen(Screen):
-    """What shows while the embedded service starts: a spinner and what is happening."""
+class StartingScreen(BbrowseScreen):
+    """While the service is found or started: the bar (state "starting"), a spinner and what is happening."""
 
+    CRUMBS = ("Connecting",)
     DEFAULT_CSS = """
     StartingScreen { align: center middle; }
-    StartingScreen Static { width: auto; }
+    StartingScreen #starting-message { width: auto; }
     StartingScreen LoadingIndicator { height: 3; }
     """
 
+    def __init__(self, message: str = "Connecting to the browser service…") -> None:
+        super().__init__()
+        self.message = message
+
     def compose(self) -> ComposeResult:
+        yield from self.compose_bar()
         yield LoadingIndicator()
-        yield Static("Connecting to the browser service…", id="starting-message")
+        yield Static(self.message, id="starting-message", markup=False)
 
 
 class BbrowseApp(App):
@@ -71,20 +88,49 @@ class BbrowseApp(App):
     BINDINGS = [
         Binding("question_mark", "toggle_help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
+        Binding("P", "switch_profile", "Profile", id="app.switch_profile"),
     ]
 
     connection_state: reactive[ConnectionState] = reactive("starting")
     service_label: reactive[str] = reactive("")
 
-    def __init__(self, target: Target | None = None, resolve: Callable[[], Target] = resolve_target) -> None:
+    def __init__(
+        self,
+        target: Target | None = None,
+        resolve: Callable[[], Target] | None = None,
+        *,
+        settings: Settings | None = None,
+        user_themes: Path | None = None,
+        config_path: Path | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
+        """`settings`: what is in effect (default: the built-in defaults with the environment applied, no
+        file). `user_themes`: a directory of the user's theme files. `config_path`: where a theme picked
+        in the palette is saved (None: not saved). `problems`: lines to show as notifications at start."""
         super().__init__()
+        self.settings = settings if settings is not None else defaults()
         self.target = target
-        self._resolve = resolve
+        self._resolve = resolve or (lambda: target_for(self.settings.active_profile))
         self.client: BrowserClient | None = None
         #: The last sessions filter, remembered across visits of the sessions screen.
         self.last_filter = ""
+        self._user_themes = user_themes
+        self._config_path = config_path
+        self._problems = list(problems)
+        self._saved_theme: str | None = None
+
+    @property
+    def shell_command(self) -> tuple[str, ...]:
+        """The program the shells pane runs: `[shell] command`, else bash when the instance has it, else sh."""
+        from bbrowse.tui.shell_session import DEFAULT_SHELL
+
+        return self.settings.shell.command or DEFAULT_SHELL
 
     def on_mount(self) -> None:
+        self._apply_themes()
+        self._apply_keymap()
+        for problem in self._problems:
+            self.notify(problem, title="Configuration", severity="warning", timeout=12, markup=False)
         if self.target is not None:
             self._connected(self.target)
         else:
@@ -110,6 +156,8 @@ class BbrowseApp(App):
         from bbrowse.tui.screens.sessions import SessionsScreen
 
         self.target = target
+        if target.profile and target.profile in self.settings.profiles:
+            self.settings = self.settings.model_copy(update={"profile": target.profile})
         self.client = BrowserClient(config=target.config)
         self.service_label = target.label
         self.connection_state = "connected"
@@ -138,6 +186,89 @@ class BbrowseApp(App):
             return
         self.notify(describe_error(error), title=title, severity="error", timeout=8)
 
+    # themes and keys --------------------------------------------------------
+
+    def _apply_themes(self) -> None:
+        """Register the shipped and the user's themes, then switch to the configured one (or the default)."""
+        loaded = load_themes([shipped_themes_dir(), self._user_themes])
+        for theme in loaded.themes.values():
+            self.register_theme(theme)
+        for problem in loaded.problems:
+            self.notify(f"Skipped a theme file: {problem}", title="Theme", severity="warning", timeout=12,
+                        markup=False)
+        name, problem = choose_theme(self.settings.theme, self.available_themes)
+        if problem:
+            self.notify(problem, title="Theme", severity="warning", timeout=12, markup=False)
+        self.theme = name
+        self._saved_theme = name
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Remember a theme picked in the palette in the config file (when there is one to write)."""
+        if theme.name == self._saved_theme:
+            return
+        self._saved_theme = theme.name
+        self.settings = self.settings.model_copy(update={"theme": theme.name})
+        if self._config_path is None:
+            return
+        try:
+            save_theme(self._config_path, theme.name)
+        except OSError as error:
+            self.notify(f"Could not save the theme to {self._config_path}: {error.strerror or error}",
+                        title="Theme", severity="warning", markup=False)
+
+    def _apply_keymap(self) -> None:
+        keys = self.settings.keys
+        if not keys:
+            return
+        self.set_keymap(keys)
+        unknown = sorted(set(keys) - known_binding_ids())
+        if unknown:
+            self.notify(f"[keys] names no binding {', '.join(unknown)}; ids are listed in docs/configuration.md",
+                        title="Configuration", severity="warning", timeout=12, markup=False)
+
+    # profiles -----------------------------------------------------------------
+
+    def action_switch_profile(self) -> None:
+        """Pick a profile in the palette; the choice reconnects."""
+        current = self.settings.profile
+        commands = [
+            SimpleCommand(name, _later(self.switch_profile, name),
+                          profile.describe() + ("  (current)" if name == current else ""))
+            for name, profile in sorted(self.settings.profiles.items())
+        ]
+        self.search_commands(commands, placeholder="Switch to profile…")
+
+    def switch_profile(self, name: str) -> None:
+        """Close the current target (stopping an embedded service this app started) and connect as `name`."""
+        profile = self.settings.profiles.get(name)
+        if profile is None:
+            self.notify(f"No profile named {name!r}", severity="error", markup=False)
+            return
+        self.run_worker(self._switch(profile), group="switch-profile", exclusive=True)
+
+    async def _switch(self, profile: Profile) -> None:
+        old, self.target, self.client = self.target, None, None
+        self.settings = self.settings.model_copy(update={"profile": profile.name})
+        self.connection_state = "starting"
+        self.service_label = f"profile {profile.name} · {profile.describe()}"
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        await close_shared_clients()
+        await self.push_screen(StartingScreen(f"Switching to profile {profile.name}…"))
+        self._reconnect(old, profile)
+
+    @work(thread=True, exclusive=True, group="target")
+    def _reconnect(self, old: Target | None, profile: Profile) -> None:
+        if old is not None:
+            old.close()
+        try:
+            target = target_for(profile)
+        except Exception as error:
+            self.call_from_thread(self._target_failed, error)
+            return
+        self.call_from_thread(self._connected, target)
+
     # help and palette -------------------------------------------------------
 
     def action_toggle_help(self) -> None:
@@ -149,7 +280,9 @@ class BbrowseApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action bound on the current screen and its focused widgets, plus the app's own."""
         yield from super().get_system_commands(screen)
-        seen: set[str] = set()
+        yield SystemCommand("Switch profile…", "Connect to another service: embedded, cloud or one of your profiles",
+                            self.action_switch_profile)
+        seen: set[str] = {"switch_profile"}
         for node in [*(screen.focused.ancestors_with_self if screen.focused else []), screen]:
             for binding in getattr(node, "BINDINGS", []):
                 if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
@@ -173,9 +306,43 @@ def _runner(node, action: str) -> Callable[[], object]:
     return run
 
 
-def run_app() -> None:
-    # textual-image asks the terminal about kitty/sixel support when imported, which is only
-    # possible before Textual takes the terminal over: import the screenshot widget now.
-    import bbrowse.tui.widgets.screenshot_view  # noqa: F401
+def _later(function: Callable[[str], object], argument: str) -> Callable[[], object]:
+    return lambda: function(argument)
 
-    BbrowseApp().run()
+
+def known_binding_ids() -> set[str]:
+    """Every `Binding(id=...)` of the app's screens, panes and widgets (and Textual's own)."""
+    # importing the screens imports every pane and widget, so their classes exist to be walked
+    import bbrowse.tui.screens.session
+    import bbrowse.tui.screens.sessions  # noqa: F401
+
+    ids: set[str] = set()
+    pending: list[type] = [DOMNode]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
+    return ids
+
+
+def load_app_settings() -> tuple[Settings, list[str]]:
+    """The settings in effect for the app; a broken file gives the defaults and a line saying why."""
+    try:
+        return load_settings(), []
+    except ConfigFileError as error:
+        return defaults(), [f"{error}\nUsing the defaults until it is fixed."]
+
+
+def run_app() -> None:
+    # Start finding (or starting) the service at once, so it overlaps the app's own start-up.
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings, problems = load_app_settings()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-target") as pool:
+        pending = pool.submit(target_for, settings.active_profile)
+        # textual-image asks the terminal about kitty/sixel support when imported, which is only
+        # possible before Textual takes the terminal over: import the screenshot widget now.
+        import bbrowse.tui.widgets.screenshot_view  # noqa: F401
+
+        BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
+                   config_path=config_file(), problems=problems).run()
