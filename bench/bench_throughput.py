@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,11 +44,11 @@ def local_pipe(size: int, device: str) -> tuple[int, float]:
     return total, time.perf_counter() - started
 
 
-async def through_stream(client: BrowserClient, sid: str, size: int, device: str) -> tuple[int, float, int]:
+async def through_stream(client: BrowserClient, sid: str, size: int, device: str) -> tuple[int, float, int, float]:
     proc = await client.processes.spawn(sid, "sh", ["-c", f"read go; exec head -c {size} {device}"])
     total = events = 0
     async with client.processes.stdout_stream(sid, proc.process_id) as stream:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         await client.processes.stdin(sid, proc.process_id, b"\n")
         async for event in stream:
             if type(event) is ProcessExitEvent:
@@ -55,7 +56,7 @@ async def through_stream(client: BrowserClient, sid: str, size: int, device: str
                 break
             total += len(event.data())
             events += 1
-    return total, time.perf_counter() - started, events
+    return total, time.perf_counter() - started, events, time.process_time() - cpu_started
 
 
 async def run(url: str, token: str, size: int, device: str) -> None:
@@ -63,17 +64,19 @@ async def run(url: str, token: str, size: int, device: str) -> None:
     sid = (await client.sessions.create(timeout_seconds=600)).session_id
     try:
         await through_stream(client, sid, 5 * MB, device)  # warm-up
-        total, seconds, events = await through_stream(client, sid, size, device)
+        total, seconds, events, client_cpu = await through_stream(client, sid, size, device)
     finally:
         await client.sessions.delete(sid)
         await close_shared_clients()
     local_total, local_seconds = local_pipe(size, device)
     assert total == size == local_total, (total, local_total)
     stream_rate, local_rate = total / MB / seconds, local_total / MB / local_seconds
-    print(f"output throughput, {size / MB:g} MB from {device}")
+    print(f"output throughput, {size / MB:g} MB from {device} (load average {os.getloadavg()[0]:.1f})")
     print(f"local pipe (no HTTP) baseline   {local_rate:9.1f} MB/s  ({local_seconds:.2f} s)")
     print(f"client stdout/stream            {stream_rate:9.1f} MB/s  ({seconds:.2f} s, {events} events, "
           f"{total / events / 1024:.0f} KiB/event)")
+    print(f"  client process CPU {client_cpu:.2f} s = {client_cpu / seconds:.0%} of the stream's time "
+          "(the rest is the service and the scheduler)")
     ratio = stream_rate / local_rate
     print(f"ratio stream vs local pipe: {ratio:.1%}  (target >= 50 %: {'meets' if ratio >= 0.5 else 'MISSES'})")
 
