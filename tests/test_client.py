@@ -233,6 +233,20 @@ async def test_attach_round_trip_and_second_attach_conflicts(client: BrowserClie
     assert term.exit_code == 3
 
 
+async def test_attach_errors_are_typed_before_the_upgrade(service, client: BrowserClient, sid: str) -> None:
+    with pytest.raises(NotFound):
+        async with client.processes.attach(sid, str(uuid.uuid4())):
+            pass
+    proc = await client.processes.spawn(sid, "sleep", ["30"], allocate_tty=True)
+    try:
+        with pytest.raises(Unauthorized) as err:
+            async with BrowserClient(service.url, "wrong-token").processes.attach(sid, proc.process_id):
+                pass
+        assert err.value.code == "unauthorized"
+    finally:
+        await client.processes.kill(sid, proc.process_id, "KILL")
+
+
 async def test_exec_runs_to_completion(client: BrowserClient, sid: str, tmp_path: Path) -> None:
     result = await client.processes.exec(
         sid, "sh", ["-c", 'echo "out:$(pwd):$GREETING"; echo err >&2; exit 3'],
@@ -362,6 +376,7 @@ async def test_logs_of_the_service_itself_and_unknown_sources(client: BrowserCli
         events = [e async for e in client.logs.stream(sid, source="supervisor", supervisor_process="bbrowse",
                                                         follow=False)]
     assert all(isinstance(e, LogEvent) for e in events)
+    assert (await client.logs.supervisors(sid))[0] == "bbrowse"
     with pytest.raises(NotFound):
         async with client.logs.stream(sid, source="supervisor", supervisor_process="no-such-program"):
             pass
