@@ -36,8 +36,13 @@ class CommandGroup(click.Group):
 @click.group(cls=CommandGroup, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bbrowse")
+@click.option("--profile", metavar="NAME", default=None,
+              help="Connect as this profile from the config file (embedded, cloud, or your own); "
+                   "overrides BBROWSE_PROFILE and KERNEL_BASE_URL / KERNEL_API_KEY.")
+@click.option("--theme", metavar="NAME", default=None,
+              help="The app's theme; overrides BBROWSE_THEME and the config file.")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
     """bbrowse: drive browser sessions from your terminal.
 
     With no command, opens the app: on the service named by KERNEL_BASE_URL / KERNEL_API_KEY, or
@@ -52,7 +57,11 @@ def main(ctx: click.Context) -> None:
       bbrowse shell $SID                  # a terminal in it
       bbrowse screenshot $SID -o page.png
       bbrowse rm $SID
+      bbrowse --profile work sessions     # a profile from ~/.config/bbrowse/config.toml
     """
+    from bbrowse.config import Overrides, set_command_line
+
+    set_command_line(Overrides(profile=profile, theme=theme))
     if ctx.invoked_subcommand is None:
         from bbrowse.tui.app import run_app
 

@@ -24,6 +24,16 @@ def config_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
 
 
+def config_file() -> Path:
+    """The user's settings (`config.toml`): theme, profiles, keys; see docs/configuration.md."""
+    return config_dir() / "config.toml"
+
+
+def user_themes_dir() -> Path:
+    """Where users drop their own `*.toml` themes, next to the config file."""
+    return config_dir() / "themes"
+
+
 def serve_file() -> Path:
     """The 0600 discovery file a running `bbrowse serve` writes: url, pid and token."""
     return state_dir() / "serve.json"

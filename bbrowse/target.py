@@ -1,7 +1,9 @@
 """Which service the app and the CLI talk to, and how it is described to the user.
 
-Order: `KERNEL_BASE_URL` / `KERNEL_API_KEY` in the environment (a remote `bbrowse serve` or Kernel's
-cloud), otherwise the embedded local service, reused when one runs and started when none does.
+The active profile decides (see `bbrowse.config`: `--profile`, `BBROWSE_PROFILE`, then
+`KERNEL_BASE_URL` / `KERNEL_API_KEY`, then the config file's `profile`, else `embedded`): a remote
+`bbrowse serve`, Kernel's cloud, or the embedded local service, reused when one runs and started
+when none does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bbrowse import launcher
-from bbrowse.client import DEFAULT_BASE_URL, ENV_BASE_URL, ENV_TOKEN, ClientConfig
+from bbrowse.client import ENV_BASE_URL, ENV_TOKEN, ClientConfig
+from bbrowse.config import BUILTIN_PROFILES, Profile, load_settings
 
 TargetKind = Literal["embedded", "remote", "cloud"]
 
@@ -21,14 +24,20 @@ class Target:
     config: ClientConfig
     kind: TargetKind
     embedded: launcher.EmbeddedService | None = None
+    #: The profile this target was made from, when it came from one.
+    profile: str | None = None
 
     @property
     def label(self) -> str:
         if self.kind == "embedded":
-            return f"embedded · {self.config.base_url}"
-        if self.kind == "cloud":
-            return "Kernel cloud"
-        return self.config.base_url
+            label = f"embedded · {self.config.base_url}"
+        elif self.kind == "cloud":
+            label = "Kernel cloud"
+        else:
+            label = self.config.base_url
+        if self.profile and self.profile not in BUILTIN_PROFILES and self.profile != "environment":
+            return f"{self.profile} · {label}"
+        return label
 
     def close(self) -> None:
         if self.embedded is not None:
@@ -39,11 +48,15 @@ def remote_configured() -> bool:
     return bool(os.environ.get(ENV_BASE_URL) or os.environ.get(ENV_TOKEN))
 
 
-def resolve_target(*, detached: bool = False) -> Target:
-    """Connect where the environment says, or to the embedded service (starting it if needed)."""
-    if remote_configured():
-        config = ClientConfig.resolve()
-        kind: TargetKind = "cloud" if config.base_url == DEFAULT_BASE_URL else "remote"
-        return Target(config=config, kind=kind)
+def target_for(profile: Profile, *, detached: bool = False) -> Target:
+    """Connect as `profile` says: its URL and token, or the embedded service (started if needed)."""
+    if profile.kind != "embedded":
+        return Target(config=profile.client_config(), kind=profile.kind, profile=profile.name)
     service = launcher.find_or_start(detached=detached)
-    return Target(config=ClientConfig(base_url=service.url, token=service.token), kind="embedded", embedded=service)
+    return Target(config=ClientConfig(base_url=service.url, token=service.token), kind="embedded", embedded=service,
+                  profile=profile.name)
+
+
+def resolve_target(*, detached: bool = False) -> Target:
+    """The active profile's target (config file < environment < command line); ConfigError when unusable."""
+    return target_for(load_settings().active_profile, detached=detached)

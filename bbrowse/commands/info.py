@@ -1,7 +1,8 @@
-"""`bbrowse info`: which service the commands talk to, whether it answers, and where bbrowse keeps things.
+"""`bbrowse info`: which profile and service the commands talk to, whether it answers, and every path.
 
 It only looks: an embedded service that is not running is reported as such, not started (the next
-command that needs it starts it). The token is never printed.
+command that needs it starts it). The token is never printed. A broken config file is reported on
+its own line, with the paths still shown, since `info` is where a user goes to find the file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import click
 
 from bbrowse import __version__, launcher
 from bbrowse.client import (
-    DEFAULT_BASE_URL,
     NO_RETRY,
     BrowserClient,
     ClientConfig,
@@ -24,8 +24,8 @@ from bbrowse.client import (
 )
 from bbrowse.commands.output import print_json, table
 from bbrowse.commands.runner import client_error_code, exit_status, guarded
-from bbrowse.paths import config_dir, serve_file, state_dir
-from bbrowse.target import remote_configured
+from bbrowse.config import ENVIRONMENT, ConfigFileError, Settings, defaults, load_settings
+from bbrowse.paths import config_dir, config_file, serve_file, state_dir, user_themes_dir
 
 #: How long `info` waits for the service to answer before calling it unreachable.
 PROBE_TIMEOUT_SECONDS = 3.0
@@ -55,40 +55,64 @@ async def probe(config: ClientConfig) -> str:
 def gather() -> dict:
     service_log, launch_log = embedded_log_files()
     info: dict = {"version": __version__}
-    if remote_configured():
-        config = ClientConfig.resolve()
-        info["service"] = {
-            "kind": "cloud" if config.base_url == DEFAULT_BASE_URL else "remote",
-            "url": config.base_url,
-            "status": asyncio.run(probe(config)),
-            "from": "environment (KERNEL_BASE_URL, KERNEL_API_KEY)",
-        }
-    else:
+    try:
+        settings = load_settings()
+        config_problem = None
+    except ConfigFileError as error:
+        settings, config_problem = defaults(), str(error)
+    info["profile"] = settings.profile
+    info["theme"] = settings.theme
+    info["service"] = _service(settings)
+    info.update(
+        config_file=str(config_file()),
+        config_dir=str(config_dir()),
+        themes_dir=str(user_themes_dir()),
+        state_dir=str(state_dir()),
+        discovery_file=str(serve_file()),
+        log_file=str(service_log),
+        launch_log=str(launch_log),
+        env={name: os.environ.get(name) for name in ("KERNEL_BASE_URL", "BBROWSE_STATE_DIR", "BBROWSE_CONFIG_DIR",
+                                                     "BBROWSE_PROFILE", "BBROWSE_THEME")
+             if os.environ.get(name)},
+    )
+    if config_problem:
+        info["config_error"] = config_problem
+    return info
+
+
+def _service(settings: Settings) -> dict:
+    profile = settings.active_profile
+    if profile.kind == "embedded":
         running = launcher.find_running()
-        info["service"] = {
+        return {
             "kind": "embedded",
             "url": running.url if running else None,
             "status": "ok" if running else "not running (started by the next command that needs it)",
             "pid": running.pid if running else None,
         }
-    info.update(
-        config_dir=str(config_dir()),
-        state_dir=str(state_dir()),
-        discovery_file=str(serve_file()),
-        log_file=str(service_log),
-        launch_log=str(launch_log),
-        env={name: os.environ.get(name) for name in ("KERNEL_BASE_URL", "BBROWSE_STATE_DIR", "BBROWSE_CONFIG_DIR")
-             if os.environ.get(name)},
-    )
-    return info
+    where = ("environment (KERNEL_BASE_URL, KERNEL_API_KEY)" if profile.name == ENVIRONMENT
+             else f"profile {profile.name}")
+    try:
+        config = profile.client_config()
+    except ClientError as error:
+        return {"kind": profile.kind, "url": profile.base_url, "status": f"config: {error}", "from": where}
+    return {"kind": profile.kind, "url": config.base_url, "status": asyncio.run(probe(config)), "from": where}
 
 
 def show(info: dict) -> None:
     service = info["service"]
     rows = [
+        ["profile", info["profile"]],
         ["service", service["kind"] + (f" · {service['url']}" if service.get("url") else "")],
         ["status", service["status"] + (f" (pid {service['pid']})" if service.get("pid") else "")],
+        ["theme", info["theme"]],
+        ["config file", info["config_file"] + ("" if Path(info["config_file"]).exists() else " (none yet)")],
+    ]
+    if info.get("config_error"):
+        rows.append(["config error", info["config_error"]])
+    rows += [
         ["config dir", info["config_dir"]],
+        ["themes dir", info["themes_dir"]],
         ["state dir", info["state_dir"]],
         ["discovery file", info["discovery_file"]],
         ["service log", info["log_file"]],
@@ -101,12 +125,13 @@ def show(info: dict) -> None:
 @click.command("info")
 @click.option("--json", "as_json", is_flag=True, help="Print the same facts as a JSON object.")
 def info_command(as_json: bool) -> None:
-    """Show the service in use (embedded, remote or cloud) and bbrowse's directories and logs.
+    """Show the profile and service in use (embedded, remote or cloud), the config file and every path.
 
     \b
     Examples:
       bbrowse info
-      bbrowse info --json | jq -r .service.url
+      bbrowse info --json | jq -r .config_file
+      bbrowse --profile work info                                             # check a profile
       KERNEL_BASE_URL=http://10.0.0.5:7780 KERNEL_API_KEY=... bbrowse info    # check a remote service
     """
 
