@@ -306,6 +306,15 @@ def _runner(node, action: str) -> Callable[[], object]:
     return run
 
 
+#: What widgets hosted by another app (a test's) read as settings.
+DEFAULT_SETTINGS = Settings()
+
+
+def settings_of(node: DOMNode) -> Settings:
+    """The running app's settings (`BbrowseApp.settings`), or the defaults in any other app."""
+    return getattr(node.app, "settings", None) or DEFAULT_SETTINGS
+
+
 def _later(function: Callable[[str], object], argument: str) -> Callable[[], object]:
     return lambda: function(argument)
 
@@ -313,6 +322,8 @@ def _later(function: Callable[[str], object], argument: str) -> Callable[[], obj
 def known_binding_ids() -> set[str]:
     """Every `Binding(id=...)` of the app's screens, panes and widgets (and Textual's own)."""
     # importing the screens imports every pane and widget, so their classes exist to be walked
+    import bbrowse.tui.screens.confirm
+    import bbrowse.tui.screens.create_session
     import bbrowse.tui.screens.session
     import bbrowse.tui.screens.sessions  # noqa: F401
 

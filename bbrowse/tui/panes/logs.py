@@ -28,8 +28,7 @@ from textual.widgets import Button, Input, Label, OptionList, RadioButton, Radio
 
 from bbrowse.client import BrowserClient, ClientError, ServiceError
 from bbrowse.client.errors import ConnectionLost, RateLimited
-from bbrowse.tui.app import describe_error
-from bbrowse.tui.logbuffer import DEFAULT_CAPACITY
+from bbrowse.tui.app import describe_error, settings_of
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LogSource
 
@@ -281,7 +280,7 @@ class LogsPane(Vertical, can_focus=True):
     LogsPane.zoomed #logs-panels LogPanel.active { display: block; }
     """
 
-    def __init__(self, session_id: str, *, open_default: bool = True, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, session_id: str, *, open_default: bool = True, capacity: int | None = None) -> None:
         super().__init__()
         self.session_id = session_id
         self.open_default = open_default
@@ -338,7 +337,8 @@ class LogsPane(Vertical, can_focus=True):
         def feed(panel: LogPanel) -> Awaitable[None]:
             return follow_log(panel, client, session_id, target)
 
-        panel = LogPanel(target.label, target.slug, feed=feed, capacity=self.capacity, id=f"log-{self._count}")
+        capacity = self.capacity or settings_of(self).logs.buffer_lines  # [logs] buffer_lines
+        panel = LogPanel(target.label, target.slug, feed=feed, capacity=capacity, id=f"log-{self._count}")
         await self.query_one("#logs-panels").mount(panel)
         self.add_class("has-panels")
         self._activate(panel)

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, ServiceError
+from bbrowse.tui.app import settings_of
 from bbrowse.tui.panes.files import download_dir, free_name
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
 from bbrowse.wire import ScreenshotRegion
@@ -121,6 +122,9 @@ class ScreenshotPane(Vertical, can_focus=True):
         self._timer = None
 
     def compose(self) -> ComposeResult:
+        configured = settings_of(self).screenshot  # [screenshot] interval and rendering
+        self.interval = configured.interval
+        self.rendering = self.rendering or configured.forced_rendering
         yield Static("", id="shot-status", markup=False)
         yield RegionInput(placeholder="x,y,width,height in pixels · empty = whole viewport · esc cancels",
                           id="shot-region")
