@@ -6,10 +6,10 @@ never retried, so a key is never typed twice.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
+import pybase64
 from pydantic import ValidationError
 
 from bbrowse.client.attach import AttachSession
@@ -90,7 +90,7 @@ class Processes:
 
     async def stdin(self, id_or_name: str, process_id: str, data: bytes) -> StdinResult:
         """Write `data` to the process's stdin (sent exactly once)."""
-        content = b'{"data_b64":"' + base64.b64encode(data) + b'"}'
+        content = b'{"data_b64":"' + pybase64.b64encode(data) + b'"}'
         response = await self._t.request(
             "POST", self._path(id_or_name, process_id, "/stdin"), content=content, headers=_JSON, idempotent=False,
         )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 from datetime import datetime
 from typing import Annotated, Literal
 
+import pybase64
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 AbsolutePath = Annotated[str, Field(pattern=r"^/.*")]
@@ -14,15 +14,19 @@ TermSize = Annotated[int, Field(ge=1, le=65535)]
 
 
 def decode_b64(value: str) -> bytes:
-    """Strict standard-alphabet, padded base64; raises ValueError with a readable reason."""
+    """Strict standard-alphabet, padded base64; raises ValueError with a readable reason.
+
+    pybase64 (SIMD) with validation is several times faster than the standard library here, and
+    process output is decoded on the hot path of every stream.
+    """
     try:
-        return base64.b64decode(value, validate=True)
+        return pybase64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"not valid base64 ({exc})") from None
 
 
 def encode_b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return pybase64.b64encode(data).decode("ascii")
 
 
 class ExecRequest(BaseModel):
@@ -116,7 +120,7 @@ class ProcessOutputEvent(BaseModel):
     data_b64: str
 
     def data(self) -> bytes:
-        return base64.b64decode(self.data_b64)
+        return decode_b64(self.data_b64)
 
 
 class ProcessExitEvent(BaseModel):
