@@ -296,9 +296,12 @@ class LogView(ScrollView, can_focus=True):
             sub = 0
         self._scroll_self(self._row_of_pos(pos) + sub)
 
-    def _relayout(self) -> None:
-        """Options, filter or width changed: rebuild the rows, keeping the same lines on screen."""
-        anchor = self._anchor()
+    def _relayout(self, anchor: tuple[int, int] | None = None) -> None:
+        """Options, filter or width changed: rebuild the rows, keeping the same lines on screen.
+
+        `anchor` is the top line to keep, when the caller took it before changing the view.
+        """
+        anchor = anchor or self._anchor()
         self._invalidate()
         self._rebuild_rows()
         self._set_virtual_size()
@@ -329,7 +332,7 @@ class LogView(ScrollView, can_focus=True):
             self._auto_scroll = False
 
     def _scroll_to_end(self) -> None:
-        self._scroll_self(max(0, self.total_rows - self.scrollable_content_region.height))
+        self._scroll_self(self.total_rows)  # clamped to the last screenful (whatever the scrollbars take)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -522,10 +525,11 @@ class LogView(ScrollView, can_focus=True):
 
     def set_filter(self, query: str) -> None:
         """Show only the lines containing `query` (and gap markers); "" shows every line again."""
+        anchor = self._anchor()
         self._view = MatchIndex(self.buffer, query, keep_gaps=True) if query else AllLines(self.buffer)
         if self.cursor is not None and not self._in_view(self.cursor):
             self.cursor = None
-        self._relayout()
+        self._relayout(anchor)
 
     # copy and save -----------------------------------------------------------------
 
