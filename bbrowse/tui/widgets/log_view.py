@@ -475,6 +475,7 @@ class LogView(ScrollView, can_focus=True):
             self.post_message(self.Changed(self))
             return
         self.set_cursor(hit, center=True)
+        self._reveal_match(hit)
 
     def _bottom_seq(self) -> int | None:
         if not self.total_rows:
@@ -515,6 +516,22 @@ class LogView(ScrollView, can_focus=True):
             self.notify(f"No match for {self.search.query!r}", severity="warning", timeout=3)
             return
         self.set_cursor(hit, center=True)
+        self._reveal_match(hit)
+
+    def _reveal_match(self, seq: int) -> None:
+        """Scroll sideways (when not wrapping) so the first match in line `seq` is on screen."""
+        if self.wrap or self.search is None:
+            return
+        spans = self.buffer.match_spans(seq, self.search.query)
+        if not spans:
+            return
+        start, end = spans[0]
+        if self.show_timestamps:
+            start, end = start + TIMESTAMP_WIDTH, end + TIMESTAMP_WIDTH
+        width = self._text_width
+        left = self.scroll_offset.x
+        if start < left or end > left + width:
+            self.scroll_to(x=max(0, start - width // 4), animate=False)
 
     def match_number(self) -> int | None:
         """1-based index of the cursor among the search matches, if it is on one."""
