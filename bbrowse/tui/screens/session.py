@@ -72,6 +72,11 @@ class SessionScreen(BbrowseScreen):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane is not None and event.pane.id:
             self._ensure_pane(event.pane.id)
+            # keys switched tabs from the tab bar: hand the keyboard to the pane so its keys work at once
+            for child in event.pane.children:
+                focus = getattr(child, "focus_default", None) or getattr(child, "focus_active", None)
+                if callable(focus):
+                    self.call_after_refresh(focus)
 
     def _ensure_pane(self, tab_id: str) -> None:
         pane = self.query_one(f"#{tab_id}", TabPane)
