@@ -2,6 +2,7 @@
 swallowing the same file in the same run.
 
     .venv/bin/python bench/bench_terminal_ingest.py [--mb 50] [--alternatives-mb 5] [--through-service]
+                                                    [--flood-mb 100]
 
 For each text (plain: log-like lines of words; coloured: the same with SGR 16-colour, 256-colour and
 true-colour runs, as `ls --color` / `grep --color` / compilers print) it measures:
@@ -14,7 +15,10 @@ true-colour runs, as `ls --color` / `grep --color` / compilers print) it measure
 - the same 50 MB handed over in one call (a backlog, as after a burst): the flood-skipping path;
 - with `--alternatives-mb N` (default 5; 0 skips): pyte and bittty on the first N MB, for the record;
 - with `--through-service`: a real `bbrowse serve`, `cat FILE` spawned with a PTY, every chunk of
-  `stdout/stream` decoded by bbrowse's client and fed to the emulator: the whole path, MB/s.
+  `stdout/stream` decoded by bbrowse's client and fed to the emulator: the whole path, MB/s;
+- `--flood-mb 100` (0 skips): 100 MB of `yes` output, then half as much of plain lines, written into
+  a `TerminalView` in a headless app (back-pressure, 60 frames/s drawing) while a key is typed every
+  20 ms: time to drain and the key -> `send_input` latency (p50/p99/max).
 
 Target (issue 4): >= 10 MB/s plain. tmux does ~40 MB/s on an idle machine here; on a loaded 2-core box
 every wall-clock figure shrinks, which is why the CPU-time figures and the ratios to tmux in the same
@@ -186,6 +190,68 @@ async def through_service(path: Path, size: int) -> tuple[float, int, TerminalEm
     return seconds, total, emulator
 
 
+async def widget_flood(data: bytes, repeat: int) -> dict[str, float]:
+    """Feed `data` `repeat` times through a TerminalView in a headless app (as a stream reader would:
+    `write()` with back-pressure, yielding between chunks) while a key is typed every 20 ms.
+
+    Returns the seconds until everything was drawn and the key -> `send_input` latencies.
+    """
+    from textual import events
+    from textual.app import App, ComposeResult
+
+    from bbrowse.tui.terminal.widget import TerminalView
+
+    arrived: dict[str, float] = {}
+
+    class FloodApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TerminalView(send_input=self.send_input)
+
+        async def send_input(self, payload: bytes) -> None:
+            now = time.perf_counter()
+            for char in payload.decode(errors="replace"):
+                arrived.setdefault(char, now)
+
+    app = FloodApp()
+    latencies: list[float] = []
+    async with app.run_test(size=(COLS + 2, ROWS + 2)) as pilot:
+        view = app.query_one(TerminalView)
+        view.focus()
+        await pilot.pause()
+        done = asyncio.Event()
+
+        async def typist() -> None:
+            keys = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" * 50)
+            while not done.is_set():
+                key = next(keys)
+                arrived.pop(key, None)
+                posted = time.perf_counter()
+                app.post_message(events.Key(key, key))
+                while key not in arrived and time.perf_counter() - posted < 5:
+                    await asyncio.sleep(0.0005)
+                latencies.append(arrived.get(key, posted + 5) - posted)
+                await asyncio.sleep(0.02)
+
+        typing = asyncio.create_task(typist())
+        started = time.perf_counter()
+        for _ in range(repeat):
+            for start in range(0, len(data), CHUNK):
+                await view.write(data[start : start + CHUNK])
+                await asyncio.sleep(0)
+        await view.wait_drained()
+        seconds = time.perf_counter() - started
+        done.set()
+        await typing
+    latencies.sort()
+    return {
+        "seconds": seconds,
+        "p50": latencies[len(latencies) // 2],
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "max": latencies[-1],
+        "keys": len(latencies),
+    }
+
+
 def rate(size: int, seconds: float) -> float:
     return size / MB / seconds if seconds > 0 else float("inf")
 
@@ -195,6 +261,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--alternatives-mb", type=float, default=5)
     parser.add_argument("--through-service", action="store_true")
+    parser.add_argument("--flood-mb", type=float, default=100, help="`yes` through the widget (0 skips)")
     args = parser.parse_args()
     size = int(args.mb * MB)
     print(f"load average before: {uptime()}")
@@ -217,7 +284,8 @@ def main() -> None:
             print(f"  bbrowse emulator, 64 KiB     wall {rate(size, wall):7.1f} MB/s   "
                   f"CPU {rate(size, cpu):7.1f} MB/s   same final screen as tmux: {'yes' if same else 'NO'}")
             print(f"  ratio to tmux                wall {tmux_wall / wall:7.2f}         CPU {tmux_cpu / cpu:7.2f}")
-            print(f"  bbrowse emulator, one 50 MB backlog (flood skipping): wall {rate(size, backlog_wall):.1f} MB/s")
+            print(f"  bbrowse emulator, the {len(data) / MB:g} MB as one backlog (flood skipping): "
+                  f"wall {rate(size, backlog_wall):.1f} MB/s")
             results[name] = (rate(size, wall), rate(size, cpu))
             if args.alternatives_mb > 0:
                 sample = data[: int(args.alternatives_mb * MB)]
@@ -231,6 +299,22 @@ def main() -> None:
                 same = service_emulator.display == emulator.display
                 print(f"  stdout/stream -> emulator (real service, PTY)  wall {rate(total, seconds):7.1f} MB/s  "
                       f"({total / MB:g} MB, same screen: {'yes' if same else 'NO'})")
+        if args.flood_mb > 0:
+            yes = b"y\r\n" * (CHUNK // 3)
+            repeat = max(1, int(args.flood_mb * MB) // len(yes))
+            figures = asyncio.run(widget_flood(yes, repeat))
+            total = repeat * len(yes)
+            print(f"\nflood through TerminalView (headless app, 60 frames/s): `yes`, {total / MB:.0f} MB")
+            print(f"  drained and drawn in {figures['seconds']:.1f} s ({rate(total, figures['seconds']):.1f} MB/s)")
+            print(f"  key -> send_input during the flood: p50 {figures['p50'] * 1000:.1f} ms, "
+                  f"p99 {figures['p99'] * 1000:.1f} ms, max {figures['max'] * 1000:.1f} ms ({figures['keys']} keys)")
+            plain = plain_text(int(args.flood_mb * MB / 2))
+            figures = asyncio.run(widget_flood(plain, 1))
+            print(f"flood through TerminalView: `cat` of {len(plain) / MB:.0f} MB of plain lines")
+            seconds = figures["seconds"]
+            print(f"  drained and drawn in {seconds:.1f} s ({rate(len(plain), seconds):.1f} MB/s)")
+            print(f"  key -> send_input during the flood: p50 {figures['p50'] * 1000:.1f} ms, "
+                  f"p99 {figures['p99'] * 1000:.1f} ms, max {figures['max'] * 1000:.1f} ms ({figures['keys']} keys)")
     print(f"\nload average after: {uptime()}")
     plain_wall, plain_cpu = results["plain"]
     print(f"target >= 10 MB/s plain: wall {plain_wall:.1f} MB/s ({'meets' if plain_wall >= 10 else 'misses'}), "

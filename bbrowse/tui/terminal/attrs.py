@@ -71,16 +71,22 @@ def apply_sgr(attr: Attr, params: str) -> Attr:
 
 def _extended_colour(parts: list[str], index: int) -> tuple[int | None, int]:
     """Parse the tail of `38;5;n` / `38;2;r;g;b` (semicolon form): (colour or None, next index)."""
-    if index >= len(parts):
+    count = len(parts)
+    if index >= count:
         return None, index
     kind = parts[index]
-    if kind == "5" and index + 1 < len(parts):
+    if kind == "5" and index + 1 < count:
         n = _int(parts[index + 1])
         return (n if 0 <= n <= 255 else None), index + 2
-    if kind == "2" and index + 3 < len(parts):
-        r, g, b = (_int(p) for p in parts[index + 1 : index + 4])
+    if kind == "2" and index + 3 < count:
+        try:
+            r, g, b = int(parts[index + 1] or 0), int(parts[index + 2] or 0), int(parts[index + 3] or 0)
+        except ValueError:
+            r = g = b = 0
+        if 0 <= r <= 255 and 0 <= g <= 255 and 0 <= b <= 255:
+            return RGB_BASE + ((r << 16) | (g << 8) | b), index + 4
         return _rgb(r, g, b), index + 4
-    return None, len(parts)
+    return None, count
 
 
 def _colon_colour(sub: list[str]) -> int | None:
@@ -158,7 +164,7 @@ def _parse_sgr(attr: Attr, params: str) -> Attr:
         else:
             change = _FLAG_CODES.get(code)
             if change is not None:
-                flags = (flags | change[0]) & ~change[1] if change[0] else flags & ~change[1]
+                flags = (flags | change[0]) & ~change[1]
     return (fg, bg, flags)
 
 

@@ -30,12 +30,12 @@ import re
 from collections import deque
 from collections.abc import Callable
 
-from rich.cells import cell_len, get_character_cell_size
-from rich.segment import Segment
+from rich.cells import get_character_cell_size
 from textual.strip import Strip
 
-from .attrs import DEFAULT_ATTR, HIDDEN, REVERSE, Attr, apply_sgr, blank_attr, rich_style
+from .attrs import DEFAULT_ATTR, Attr, apply_sgr, blank_attr
 from .charsets import TABLES
+from .render import Painter
 
 # Everything that is not printable text, as one group so that `re.split` hands back text and
 # sequences alternately (in C, with no match objects): CR LF (the commonest), CSI, OSC, DCS / APC /
@@ -86,13 +86,14 @@ class Row:
     cleared by every write; `wrapped` says the line continues on the next row (autowrap).
     """
 
-    __slots__ = ("attrs", "chars", "strip", "wrapped")
+    __slots__ = ("attrs", "chars", "painted", "strip", "wrapped")
 
     def __init__(self, cols: int, attr: Attr = DEFAULT_ATTR) -> None:
         self.chars: list[str] = [" "] * cols
         self.attrs: list[Attr] = [attr] * cols
         self.wrapped = False
         self.strip: Strip | None = None
+        self.painted = 0  # the painter's epoch the strip was drawn in
 
     @property
     def text(self) -> str:
@@ -146,6 +147,7 @@ class TerminalEmulator:
         self.on_reply: Callable[[bytes], None] | None = None
         self.on_bell: Callable[[], None] | None = None
         self._replies: list[bytes] = []
+        self.painter = Painter()
         self._scroll_offset = 0
         self._title_stack: list[str] = []
         self._reset_state()
@@ -263,19 +265,21 @@ class TerminalEmulator:
         return self.lines[index - len(history)]
 
     def render_line(self, y: int, cursor_x: int = -1) -> Strip:
-        """View line `y` as a Strip exactly `cols` cells wide.
+        """View line `y` as a Strip exactly `cols` cells wide, over `painter.base`.
 
-        Cached on the row until it changes. With `cursor_x` the cell there is drawn as the cursor
-        (reverse video), which is never cached.
+        Cached on the row until it changes (or the base style does). With `cursor_x` the cell there
+        is drawn as the cursor (reverse video), which is never cached.
         """
         row = self.view_row(y)
+        painter = self.painter
         if row is None:
-            return Strip.blank(self.cols)
+            return Strip.blank(self.cols, painter.base)
         if cursor_x >= 0:
-            return render_row(row, self.cols, cursor_x)
+            return painter.paint(row, self.cols, cursor_x)
         strip = row.strip
-        if strip is None or strip.cell_length != self.cols:
-            strip = row.strip = render_row(row, self.cols)
+        if strip is None or row.painted != painter.epoch or strip.cell_length != self.cols:
+            strip = row.strip = painter.paint(row, self.cols)
+            row.painted = painter.epoch
         return strip
 
     def line_text(self, y: int) -> str:
@@ -1395,73 +1399,6 @@ def _char_width(ch: str) -> int:
         # Variation selectors, ZWJ and combining marks are zero width; so are controls here.
         _width_cache[ch] = width
     return width
-
-
-def render_row(row: Row, cols: int, cursor_x: int = -1) -> Strip:
-    """Draw a row as a Strip of exactly `cols` cells: one segment per run of equal attributes.
-
-    `cursor_x` marks the cursor's cell, drawn with reverse video toggled (both halves of a wide
-    character).
-    """
-    chars = row.chars
-    attrs = row.attrs
-    n = min(len(chars), cols)
-    if 0 <= cursor_x < n:
-        attrs = list(attrs)
-        if chars[cursor_x] == "" and cursor_x:
-            cursor_x -= 1
-        for x in (cursor_x, cursor_x + 1) if cursor_x + 1 < n and chars[cursor_x + 1] == "" else (cursor_x,):
-            fg, bg, flags = attrs[x]
-            attrs[x] = (fg, bg, flags ^ REVERSE)
-    segments: list[Segment] = []
-    append = segments.append
-    if n:
-        start = 0
-        current = attrs[0]
-        for i in range(1, n):
-            attr = attrs[i]
-            if attr is not current and attr != current and chars[i] != "":
-                append(_segment(chars, start, i, current))
-                start = i
-                current = attr
-        append(_segment(chars, start, n, current))
-    if n < cols:
-        append(Segment(" " * (cols - n)))
-    return Strip(segments, cols)
-
-
-def _segment(chars: list[str], start: int, end: int, attr: Attr) -> Segment:
-    style = rich_style(attr)
-    if attr[2] & HIDDEN:
-        return Segment(" " * (end - start), style)
-    text = "".join(chars[start:end])
-    if not text.isascii() and cell_len(text) != end - start:
-        text = _fit_cells(chars, start, end)
-    return Segment(text, style)
-
-
-def _fit_cells(chars: list[str], start: int, end: int) -> str:
-    """Make each cell's text take exactly its cells where Rich measures a glyph differently from
-    the emulator (or a wide character was cut by the right edge)."""
-    out: list[str] = []
-    for x in range(start, end):
-        ch = chars[x]
-        if ch == "":
-            continue
-        wide = x + 1 < len(chars) and chars[x + 1] == ""
-        if wide and x + 1 >= end:
-            out.append(" ")
-            continue
-        want = 2 if wide else 1
-        have = cell_len(ch)
-        if have == want:
-            out.append(ch)
-        elif have < want:
-            out.append(ch + " " * (want - have) if have else " " * want)
-        else:
-            base = ch[0]
-            out.append(base if cell_len(base) == want else " " * want)
-    return "".join(out)
 
 
 _CSI_HANDLERS: dict[str, Callable[[TerminalEmulator, str], None]] = {

@@ -48,7 +48,10 @@ FRAME_SECONDS = 1 / 60
 RESIZE_DEBOUNCE_SECONDS = 0.1
 # Parse for at most this long before letting the event loop run (keys, timers, drawing).
 FEED_BUDGET_SECONDS = 0.004
-FEED_SLICE_BYTES = 16 * 1024
+# Each slice of output is parsed in one go; its size adapts so that a slice takes about this long.
+SLICE_SECONDS = 0.002
+MIN_SLICE_BYTES = 512
+MAX_SLICE_BYTES = 32 * 1024  # below the emulator's own flood check: the drain skips floods itself
 # A backlog bigger than this is checked for a flood that can be skipped.
 SKIP_CHECK_BYTES = 256 * 1024
 # `write()` waits while more than this is queued: back-pressure for the reader.
@@ -141,6 +144,7 @@ class TerminalView(Widget, can_focus=True):
         self.send_input = send_input
         self.on_pty_resize = on_pty_resize
         self._backlog = bytearray()
+        self._slice_bytes = 4096
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -156,6 +160,7 @@ class TerminalView(Widget, can_focus=True):
         self._callbacks: set[asyncio.Future[object]] = set()
         self._drawn_cursor: tuple[int, int] | None = None
         self._title = ""
+        self._base_style: Style | None = None
         self.exit_code: int | None = None
         self.exited = False
         self.border_subtitle = LEAVE_HINT
@@ -197,9 +202,12 @@ class TerminalView(Widget, can_focus=True):
                 if len(backlog) > SKIP_CHECK_BYTES:
                     del backlog[: emulator.skip_scrolled_away(backlog)]
                 while backlog and time.perf_counter() - started < FEED_BUDGET_SECONDS:
-                    chunk = bytes(backlog[:FEED_SLICE_BYTES])
-                    del backlog[:FEED_SLICE_BYTES]
+                    size = self._slice_bytes
+                    chunk = bytes(backlog[:size])
+                    del backlog[:size]
+                    sliced = time.perf_counter()
                     emulator.feed(chunk)
+                    self._adapt_slice(len(chunk), time.perf_counter() - sliced)
                     replies = emulator.take_replies()
                     if replies:
                         self._send(replies)
@@ -213,6 +221,14 @@ class TerminalView(Widget, can_focus=True):
             self._below_high_water.set()
             if not backlog:
                 self._drained.set()
+
+    def _adapt_slice(self, size: int, seconds: float) -> None:
+        """Size slices by what they cost, not by bytes: 16 KiB of `y` lines is 5,000 scrolls, 16 KiB of
+        a long line is one. Aim for `SLICE_SECONDS` per slice so a key waits at most about that long."""
+        if size < self._slice_bytes or seconds <= 0:
+            return
+        wanted = int(size * SLICE_SECONDS / seconds)
+        self._slice_bytes = min(max((self._slice_bytes + wanted) // 2, MIN_SLICE_BYTES), MAX_SLICE_BYTES)
 
     # ------------------------------------------------------------------ drawing
 
@@ -255,14 +271,21 @@ class TerminalView(Widget, can_focus=True):
     def render_line(self, y: int) -> Strip:
         emulator = self.emulator
         width = self.size.width
+        if self._base_style is None:
+            self._base_style = self.rich_style
+            emulator.painter.set_base(self._base_style)
         if self.exited and y == self.size.height - 1:
             return self._exit_banner(width)
         cursor = self._cursor_state()
-        cursor_x = cursor[0] if cursor is not None and cursor[1] == y else -1
-        strip = emulator.render_line(y, cursor_x)
+        strip = emulator.render_line(y, cursor[0] if cursor is not None and cursor[1] == y else -1)
         if strip.cell_length != width:
-            strip = strip.crop(0, width).extend_cell_length(width)
-        return strip.apply_style(self.rich_style)
+            strip = strip.crop(0, width).extend_cell_length(width, self._base_style)
+        return strip
+
+    def notify_style_update(self) -> None:
+        """Colours changed (theme, CSS): redraw every row over the new base style."""
+        self._base_style = None
+        super().notify_style_update()
 
     def _exit_banner(self, width: int) -> Strip:
         if self.exit_code is None:
