@@ -147,9 +147,16 @@ class BbrowseApp(App):
         self.call_from_thread(self._connected, target)
 
     def _target_failed(self, error: BaseException) -> None:
-        self.query_one("#starting-message", Static).update(
-            f"Could not reach or start the browser service:\n{describe_error(error)}\n\nPress ctrl+q to quit."
-        )
+        # App.query_one looks in the default screen only: ask the starting screen itself
+        screen = next((s for s in reversed(self.screen_stack) if isinstance(s, StartingScreen)), None)
+        if screen is not None:
+            screen.query_one(LoadingIndicator).display = False
+            screen.query_one("#starting-message", Static).update(
+                f"Could not reach or start the browser service:\n{describe_error(error)}\n\n"
+                "Press P to pick another profile, ctrl+q to quit."
+            )
+        else:
+            self.notify(describe_error(error), title="Could not connect", severity="error", markup=False)
         self.connection_state = "reconnecting"
 
     def _connected(self, target: Target) -> None:
@@ -248,14 +255,23 @@ class BbrowseApp(App):
         self.run_worker(self._switch(profile), group="switch-profile", exclusive=True)
 
     async def _switch(self, profile: Profile) -> None:
-        old, self.target, self.client = self.target, None, None
         self.settings = self.settings.model_copy(update={"profile": profile.name})
         self.connection_state = "starting"
         self.service_label = f"profile {profile.name} · {profile.describe()}"
+        # Quiet the screens about to close first: their timers would start refreshes, and a refresh that
+        # resumes while the screen's children are being removed would find its table gone.
+        for screen in self.screen_stack[1:]:
+            for node in screen.walk_children(with_self=True):
+                for timer in list(getattr(node, "_timers", ())):  # Textual has no public "stop all timers"
+                    timer.stop()
+        for worker in list(self.workers):
+            if worker.node is not self:
+                worker.cancel()
         while len(self.screen_stack) > 1:
             await self.pop_screen()
-        await close_shared_clients()
         await self.push_screen(StartingScreen(f"Switching to profile {profile.name}…"))
+        old, self.target, self.client = self.target, None, None
+        await close_shared_clients()
         self._reconnect(old, profile)
 
     @work(thread=True, exclusive=True, group="target")
