@@ -8,13 +8,12 @@ when none does.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Literal
 
 from bbrowse import launcher
-from bbrowse.client import ENV_BASE_URL, ENV_TOKEN, ClientConfig
-from bbrowse.config import BUILTIN_PROFILES, Profile, load_settings
+from bbrowse.client import ClientConfig
+from bbrowse.config import BUILTIN_PROFILES, ENVIRONMENT, Profile, load_settings
 
 TargetKind = Literal["embedded", "remote", "cloud"]
 
@@ -35,17 +34,13 @@ class Target:
             label = "Kernel cloud"
         else:
             label = self.config.base_url
-        if self.profile and self.profile not in BUILTIN_PROFILES and self.profile != "environment":
+        if self.profile and self.profile not in BUILTIN_PROFILES and self.profile != ENVIRONMENT:
             return f"{self.profile} · {label}"
         return label
 
     def close(self) -> None:
         if self.embedded is not None:
             self.embedded.stop()
-
-
-def remote_configured() -> bool:
-    return bool(os.environ.get(ENV_BASE_URL) or os.environ.get(ENV_TOKEN))
 
 
 def target_for(profile: Profile, *, detached: bool = False) -> Target:
