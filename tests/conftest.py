@@ -83,6 +83,24 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]
 
 
 @pytest.fixture(scope="session")
+def browserless_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """A second real service configured with no Chromium (a supported mode: processes, files and
+    logs work, browser calls answer 503). For tests that create many sessions and never use their
+    browser, such as paging, where launching 45 Chromiums would only cost minutes."""
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-nobrowser"),
+                           extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
+    yield handle
+    stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+async def browserless_http(browserless_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=browserless_service.url, headers=browserless_service.headers,
+                                 timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
 async def http(service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
     """Raw HTTP with the right token: for asserting exact wire behaviour."""
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=30) as client:

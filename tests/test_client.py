@@ -92,10 +92,10 @@ async def test_clients_of_one_service_share_one_connection_pool(service) -> None
 # --- sessions ------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(600)
-async def test_list_follows_pages_over_45_sessions(client: BrowserClient) -> None:
+async def test_list_follows_pages_over_45_sessions(browserless_service) -> None:
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     tag = f"cpage-{uuid.uuid4().hex[:8]}"
-    gate = asyncio.Semaphore(4)  # each session starts a Chromium: a few at a time, not 45 at once
+    gate = asyncio.Semaphore(4)
 
     async def create(i: int) -> Browser:
         async with gate:

@@ -52,7 +52,8 @@ async def test_unknown_session_is_404(http: httpx.AsyncClient) -> None:
     assert r.json()["code"] == "not_found" and "no-such-session" in r.json()["message"]
 
 
-async def test_list_45_sessions_in_pages(http: httpx.AsyncClient) -> None:
+async def test_list_45_sessions_in_pages(browserless_http: httpx.AsyncClient) -> None:
+    http = browserless_http
     tag = uuid.uuid4().hex[:8]
     ids = []
     for i in range(45):
