@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import textual.screen
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -31,6 +32,12 @@ from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
 from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
+
+#: Textual repaints dirty screens on a 60 Hz timer, so a key's echo waited up to 16.7 ms for its
+#: turn. Widgets that stream (terminal, logs) coalesce their own frames to ≤ 60 a second, so a
+#: faster screen timer only cuts latency: it costs nothing while nothing is dirty.
+SCREEN_UPDATE_SECONDS = 1 / 240
+textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_SECONDS)
 
 
 def describe_error(error: BaseException) -> str:
