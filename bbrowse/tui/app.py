@@ -90,7 +90,7 @@ class BbrowseApp(App):
     """Keyboard-driven browser sessions: tables, shells, replays."""
 
     TITLE = "bbrowse"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live in other modules
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("question_mark", "toggle_help", "Help", id="app.help"),

@@ -6,6 +6,7 @@ changed cells are rewritten, so the cursor and the scroll position stay where th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from rich.text import Text
@@ -56,10 +57,20 @@ class SessionsScreen(BbrowseScreen):
         Binding("q", "app.quit", "Quit", id="sessions.quit"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        browsers: Iterable[Browser] | None = None,
+        *,
+        live: bool = True,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        """`browsers` pre-fills the table; `live=False` never asks the service (fixed layouts, snapshots);
+        `clock` gives "now" for the relative times."""
         super().__init__()
-        self._browsers: dict[str, Browser] = {}
-        self._loaded = False
+        self._browsers: dict[str, Browser] = {b.session_id: b for b in browsers or ()}
+        self._loaded = browsers is not None
+        self._live = live
+        self._clock = clock
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -77,13 +88,15 @@ class SessionsScreen(BbrowseScreen):
         filter_input = self.query_one("#filter", Input)
         filter_input.value = self.app.last_filter
         filter_input.display = bool(self.app.last_filter)
-        self._show_empty_state()
+        self._apply()
         table.focus()
-        self.refresh_sessions()
-        self.set_interval(REFRESH_SECONDS, self.refresh_sessions)
+        if self._live:
+            self.refresh_sessions()
+            self.set_interval(REFRESH_SECONDS, self.refresh_sessions)
 
     def on_screen_resume(self) -> None:
-        self.refresh_sessions()
+        if self._live:
+            self.refresh_sessions()
 
     # data -----------------------------------------------------------------
 
@@ -109,7 +122,7 @@ class SessionsScreen(BbrowseScreen):
         for row_key in list(table.rows):
             if row_key.value not in wanted_ids:
                 table.remove_row(row_key)
-        now = datetime.now(UTC)
+        now = self._clock()
         for browser in wanted:
             cells = session_cells(browser, now)
             if browser.session_id in table.rows:
