@@ -16,13 +16,13 @@ def make_app(service) -> BbrowseApp:
     return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
     """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
     for _ in range(int(timeout / 0.05)):
         if predicate():
             return
         await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
+    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 def table_ids(app) -> list[str]:
@@ -87,3 +87,24 @@ async def test_list_refreshes_live_and_keeps_the_cursor(service, http: httpx.Asy
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == second["session_id"]
     for b in (first, second, third):
         await http.delete(f"/browsers/{b['session_id']}")
+
+
+async def test_help_and_a_palette_entry_for_every_action(service) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        for binding in SessionsScreen.BINDINGS:
+            if binding.description:
+                assert binding.description in titles, binding.description
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")), what="help panel")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: not app.screen.query("HelpPanel"), what="help panel closed")
+        # choosing the palette entry runs the action: "New session" opens the form
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
+        await pilot.press(*"New session")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen", what="create form")
