@@ -133,3 +133,25 @@ async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, browser:
         await type_line(pilot, "echo after-$?")
         await wait_for(pilot, lambda: "after-130" in screen_text(tab), what="sleep interrupted")
         assert "slept" not in screen_text(tab)
+
+
+async def test_several_shells_at_once_and_leaving_with_double_escape(service, browser: Browser) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(100, 30)) as pilot:
+        first = await open_shell(pilot, app, browser)
+        await type_line(pilot, "export WHO=first")
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: not first.terminal.has_focus, what="left the terminal")
+        assert isinstance(app.screen, SessionScreen)  # one Esc pair leaves the pane, not the screen
+        await pilot.press("t")
+        await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 2, what="second shell")
+        second = next(tab for tab in app.screen.query(ShellTab) if tab is not first)
+        await wait_for(pilot, lambda: second.shell is not None and second.shell.running, what="second started")
+        await wait_for(pilot, lambda: screen_text(second).rstrip().endswith(("#", "$")), what="second prompt")
+        assert second.terminal.has_focus
+        await type_line(pilot, "echo who=${WHO:-nobody}")
+        await wait_for(pilot, lambda: "who=nobody" in screen_text(second), what="separate shell")
+        assert first.shell.process_id != second.shell.process_id and first.shell.running
+        await pilot.press("escape", "escape")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 1, what="shell closed")
