@@ -72,7 +72,7 @@ class StartingScreen(BbrowseScreen):
     CRUMBS = ("Connecting",)
     DEFAULT_CSS = """
     StartingScreen { align: center middle; }
-    StartingScreen #starting-message { width: auto; }
+    StartingScreen #starting-message { width: 100%; text-align: center; }
     StartingScreen LoadingIndicator { height: 3; }
     """
 
