@@ -155,3 +155,21 @@ async def test_several_shells_at_once_and_leaving_with_double_escape(service, br
         await pilot.press("escape", "escape")
         await pilot.press("w")
         await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 1, what="shell closed")
+
+
+async def test_ctrl_c_answers_at_once_while_yes_floods_the_pane(service, browser: Browser) -> None:
+    import time
+
+    app = make_app(service)
+    async with app.run_test(size=(100, 30)) as pilot:
+        tab = await open_shell(pilot, app, browser)
+        await type_line(pilot, "yes flood-line")
+        await wait_for(pilot, lambda: screen_text(tab).count("flood-line") > 20, what="flood on screen")
+        await pilot.pause(1.0)  # a second of flood queued up between the process and the pane
+        started = time.monotonic()
+        await pilot.press("ctrl+c")
+        await type_line(pilot, "echo stopped-$?")
+        await wait_for(pilot, lambda: "stopped-130" in screen_text(tab), timeout=15, what="yes interrupted")
+        elapsed = time.monotonic() - started
+        print(f"ctrl-c under flood: {elapsed:.2f} s")
+        assert elapsed < 5.0, f"ctrl-c took {elapsed:.1f} s to take effect under flood"
