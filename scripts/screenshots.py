@@ -54,7 +54,8 @@ async def main() -> None:
             app.save_screenshot(str(OUT / "sessions.svg"))
             app.push_screen(SessionScreen(Browser.model_validate(demo)))
             await settle(pilot, 2.5)
-            for text in ("ls -la --color=always /etc | head -8", "printf '\\e[1;32mgreen \\e[1;31mred \\e[0;4munderlined\\e[0m 日本語\\n'"):
+            colours = "printf '\\e[1;32mgreen \\e[1;31mred \\e[0;4munderlined\\e[0m 日本語\\n'"
+            for text in ("ls -la --color=always /etc | head -8", colours):
                 await pilot.press(*[_key(c) for c in text], "enter")
                 await settle(pilot, 1.0)
             app.save_screenshot(str(OUT / "shell.svg"))

@@ -45,6 +45,7 @@ class ShellTab(TabPane):
             on_exit=self._exited,
             on_error=self._error,
             on_reset=self.terminal.reset,
+            command=self.app.shell_command,
         )
 
     async def _write(self, data: bytes) -> None:

@@ -111,6 +111,8 @@ class SessionsScreen(BbrowseScreen):
         self.app.connection_ok()
         self._browsers = {b.session_id: b for b in browsers}
         self._loaded = True
+        if not self.is_attached or not self.query(DataTable):
+            return  # the screen closed while the request was in flight
         self._apply()
 
     def _apply(self) -> None:

@@ -10,10 +10,11 @@ from textual.widgets import Static
 
 ConnectionState = Literal["starting", "connected", "reconnecting"]
 
+#: State labels and the theme variable that colours each.
 _STATE_STYLE = {
-    "starting": ("◌ starting", "yellow"),
-    "connected": ("● connected", "green"),
-    "reconnecting": ("○ reconnecting", "red"),
+    "starting": ("◌ starting", "warning"),
+    "connected": ("● connected", "success"),
+    "reconnecting": ("○ reconnecting", "error"),
 }
 
 
@@ -28,8 +29,12 @@ class ServiceBar(Static):
     state: reactive[ConnectionState] = reactive("starting")
     crumbs: reactive[tuple[str, ...]] = reactive(("Sessions",))
 
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _theme: self.refresh(), init=False)
+
     def render(self) -> Text:
-        label, style = _STATE_STYLE[self.state]
+        label, variable = _STATE_STYLE[self.state]
+        style = self.app.theme_variables.get(variable, "") if self.is_attached else ""
         text = Text.assemble(("bbrowse", "bold"), " │ ")
         text.append(self.service_label or "…", style="dim" if not self.service_label else "")
         text.append(" │ ")
