@@ -13,14 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from app_support import make_app, wait_for
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, TabbedContent, TabPane
 
-from bbrowse.client import ClientConfig
-from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.file_kind import FileKind
 from bbrowse.tui.panes.files import FilesPane
@@ -43,17 +42,8 @@ class Greeter:
 '''
 
 
-def make_app(service) -> BbrowseApp:
-    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
 
 
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 class PaneScreen(Screen):

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from app_support import wait_for
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
@@ -32,13 +33,6 @@ def make_app(url: str, token: str) -> BbrowseApp:
     return BbrowseApp(target=Target(ClientConfig(url, token), "remote"))
 
 
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 class LogsScreen(Screen):

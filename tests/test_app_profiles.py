@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from app_support import wait_for
 from conftest import ServiceHandle, start_service, stop_service
 from textual.command import CommandList, CommandPalette
 from textual.screen import Screen
@@ -26,15 +27,6 @@ from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.shell_session import DEFAULT_SHELL
 from bbrowse.tui.widgets.service_bar import ServiceBar
 from bbrowse.wire import LogSource
-
-
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 @pytest.fixture(scope="module")

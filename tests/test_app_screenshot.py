@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from app_support import make_app, wait_for
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
@@ -22,8 +23,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual_image._terminal import CellSize, get_cell_size
 
-from bbrowse.client import ClientConfig
-from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -38,17 +37,8 @@ def fixed_cell_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(get_cell_size, "_result", CellSize(10, 20), raising=False)
 
 
-def make_app(service) -> BbrowseApp:
-    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
 
 
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 class PaneScreen(Screen):

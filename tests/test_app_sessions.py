@@ -5,24 +5,9 @@ from __future__ import annotations
 import uuid
 
 import httpx
+from app_support import make_app, wait_for
 
-from bbrowse.client import ClientConfig
-from bbrowse.target import Target
-from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.screens.sessions import SessionsScreen
-
-
-def make_app(service) -> BbrowseApp:
-    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
-
-
-async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 def table_ids(app) -> list[str]:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from app_support import make_app, wait_for
 
-from bbrowse.client import ClientConfig
-from bbrowse.target import Target
-from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.terminal.attrs import DEFAULT
@@ -25,12 +23,6 @@ async def browser(http: httpx.AsyncClient):
     await http.delete(f"/browsers/{r.json()['session_id']}")
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 def screen_text(tab: ShellTab) -> str:
@@ -60,8 +52,6 @@ def _key(char: str) -> str:
     return names.get(char, char)
 
 
-def make_app(service) -> BbrowseApp:
-    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
 
 
 async def test_echo_colour_and_exit_code(service, browser: Browser) -> None:

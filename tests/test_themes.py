@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from app_support import make_app, wait_for
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -18,10 +19,7 @@ from textual.command import CommandList, CommandPalette
 from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Footer, Static
 
-from bbrowse.client import ClientConfig
 from bbrowse.config import Settings
-from bbrowse.target import Target
-from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.themes import load_theme_file, load_themes, shipped_themes_dir
 from bbrowse.tui.widgets.service_bar import ServiceBar
 
@@ -39,12 +37,6 @@ panel = "#123456"
 """
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 # files -----------------------------------------------------------------------------
@@ -111,8 +103,6 @@ def test_a_user_theme_replaces_a_shipped_one_of_the_same_name_and_the_file_name_
 # the app ---------------------------------------------------------------------------
 
 
-def make_app(service, **options) -> BbrowseApp:
-    return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"), **options)
 
 
 def notifications(app) -> str:
