@@ -13,6 +13,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from bbrowse.client import ClientError
 from bbrowse.tui.format import absolute_time, duration, human_bytes
+from bbrowse.tui.widgets.keyed_table import sync_rows
 from bbrowse.wire import Replay
 
 REFRESH_SECONDS = 2.0
@@ -64,6 +65,10 @@ class ReplaysPane(Vertical):
             yield Static("", id="replays-progress-label", markup=False)
             yield ProgressBar(id="replays-progress-bar", show_eta=False)
 
+    def focus_default(self) -> None:
+        """Called when the tab is shown: the table takes the keyboard so r/s/c work at once."""
+        self.query_one(DataTable).focus()
+
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for key, label in COLUMNS:
@@ -80,17 +85,7 @@ class ReplaysPane(Vertical):
             return
         self._replays = {r.replay_id: r for r in replays}
         table = self.query_one(DataTable)
-        for row_key in list(table.rows):
-            if row_key.value not in self._replays:
-                table.remove_row(row_key)
-        for replay in replays:
-            cells = replay_cells(replay)
-            if replay.replay_id in table.rows:
-                for column, value in cells.items():
-                    if table.get_cell(replay.replay_id, column) != value:
-                        table.update_cell(replay.replay_id, column, value)
-            else:
-                table.add_row(*(cells[key] for key, _ in COLUMNS), key=replay.replay_id)
+        sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         hint = self.query_one("#replays-hint", Static)
         if not replays:
             hint.update("No recordings yet. Press r to start recording this session's browser.")

@@ -146,6 +146,10 @@ class ShellsPane(Vertical):
         await tabs.remove_pane(active.id)
         self._sync_empty()
 
+    def focus_default(self) -> None:
+        """Called when the tab is shown: straight into the active terminal."""
+        self.action_focus_terminal()
+
     def action_focus_terminal(self) -> None:
         active = self.query_one("#shell-tabs", TabbedContent).active_pane
         if isinstance(active, ShellTab):

@@ -66,24 +66,23 @@ class SessionScreen(BbrowseScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self._ensure_pane(self.initial_tab)
+        self._show(self.initial_tab)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane is not None and event.pane.id:
-            self._ensure_pane(event.pane.id)
-            # keys switched tabs from the tab bar: hand the keyboard to the pane so its keys work at once
-            for child in event.pane.children:
-                focus = getattr(child, "focus_default", None) or getattr(child, "focus_active", None)
-                if callable(focus):
-                    self.call_after_refresh(focus)
+            self._show(event.pane.id)
 
-    def _ensure_pane(self, tab_id: str) -> None:
+    def _show(self, tab_id: str) -> None:
+        """Mount the tab's pane on first view, then hand it the keyboard so its keys work at once."""
         pane = self.query_one(f"#{tab_id}", TabPane)
-        if pane.children:
-            return
-        factory = next(factory for known, _, factory in TABS if known == tab_id)
-        pane.mount(factory(self.session_id))
+        if not pane.children:
+            factory = next(factory for known, _, factory in TABS if known == tab_id)
+            pane.mount(factory(self.session_id))
+        content = pane.children[0]
+        focus = getattr(content, "focus_default", None) or getattr(content, "focus_active", None)
+        if callable(focus):
+            self.call_after_refresh(focus)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from bbrowse.client import ClientError
 from bbrowse.tui.app import BbrowseScreen
 from bbrowse.tui.format import absolute_time, human_seconds, relative_time
+from bbrowse.tui.widgets.keyed_table import sync_rows
 from bbrowse.wire import Browser
 
 REFRESH_SECONDS = 2.0
@@ -120,19 +121,8 @@ class SessionsScreen(BbrowseScreen):
         table = self.query_one(DataTable)
         needle = self.query_one("#filter", Input).value
         wanted = [b for b in self._browsers.values() if matches(b, needle)]
-        wanted_ids = {b.session_id for b in wanted}
-        for row_key in list(table.rows):
-            if row_key.value not in wanted_ids:
-                table.remove_row(row_key)
         now = self._clock()
-        for browser in wanted:
-            cells = session_cells(browser, now)
-            if browser.session_id in table.rows:
-                for column, value in cells.items():
-                    if table.get_cell(browser.session_id, column) != value:
-                        table.update_cell(browser.session_id, column, value)
-            else:
-                table.add_row(*(cells[key] for key, _ in COLUMNS), key=browser.session_id)
+        sync_rows(table, {b.session_id: session_cells(b, now) for b in wanted}, [key for key, _ in COLUMNS])
         self._show_empty_state()
 
     def _show_empty_state(self) -> None:

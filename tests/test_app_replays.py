@@ -1,0 +1,60 @@
+"""The replays pane against a real service with a real Chromium and ffmpeg: record, stop, download, copy."""
+
+from __future__ import annotations
+
+import shutil
+
+import httpx
+import pytest
+from app_support import make_app, wait_for
+
+from bbrowse.tui.panes.replays import ReplaysPane
+from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.wire import Browser
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None or not (shutil.which("chromium") or shutil.which("google-chrome")),
+    reason="recording needs Chromium and ffmpeg",
+)
+
+
+async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.AsyncClient, tmp_path,
+                                                          monkeypatch) -> None:
+    (tmp_path / "Downloads").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    r = await http.post("/browsers", json={"timeout_seconds": 600,
+                                           "start_url": "data:text/html,<h1>replay me</h1>"})
+    browser = Browser.model_validate(r.json())
+    app = make_app(service)
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            app.push_screen(SessionScreen(browser, initial_tab="replays"))
+            await wait_for(pilot, lambda: bool(app.screen.query(ReplaysPane)), what="replays pane")
+            pane = app.screen.query_one(ReplaysPane)
+            hint = lambda: str(pane.query_one("#replays-hint").render())  # noqa: E731
+            await wait_for(pilot, lambda: "No recordings yet" in hint(), what="empty state")
+
+            await wait_for(pilot, lambda: pane.query_one("#replays-table").has_focus, what="table focused")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: pane.recording() is not None, what="recording listed")
+            table = pane.query_one("#replays-table")
+            replay_id = pane.recording().replay_id
+            assert "recording" in str(table.get_cell(replay_id, "state"))
+            await pilot.pause(2.0)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: pane.recording() is None and replay_id in pane._replays,
+                           timeout=30, what="recording finished")
+            assert "finished" in str(table.get_cell(replay_id, "state"))
+
+            await pilot.press("c")
+            await wait_for(pilot, lambda: f"replay_id={replay_id}" in app.clipboard, what="view URL copied")
+            assert "jwt=" in app.clipboard
+
+            await pilot.press("s")
+            target = tmp_path / "Downloads" / f"bbrowse-replay-{replay_id}.mp4"
+            await wait_for(pilot, lambda: target.exists(), timeout=30, what="downloaded file")
+            data = target.read_bytes()
+            assert data[4:8] == b"ftyp" and len(data) > 1000  # an MP4, not an error body
+            assert not target.with_suffix(".part").exists()
+    finally:
+        await http.delete(f"/browsers/{browser.session_id}")
