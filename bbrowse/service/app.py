@@ -10,18 +10,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse import __version__
 from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
+from bbrowse.service.openapi import service_openapi
 from bbrowse.service.routes import browser, files, logs, processes, sessions
 from bbrowse.service.sessions import SessionManager
 from bbrowse.service.state import ServiceState
@@ -69,6 +71,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.state.service = state
     for area in AREAS:
         app.include_router(area.router)
+    app.openapi = lambda: service_openapi(app)  # the errors the service really answers, and the bearer scheme
     _install_error_handlers(app)
     app.add_middleware(BearerAuthMiddleware, token=config.token)
     app.add_middleware(AccessLogMiddleware)
@@ -116,7 +119,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             return _json_error(404, "not_found", f"no route for {request.method} {request.url.path}")
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
-        return _json_error(exc.status_code, "invalid_request", message, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+        return _json_error(exc.status_code, "invalid_request", message, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -125,6 +131,27 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     # WebSocket validation errors close the socket; the route validates its own input instead.
     _ = WebSocketRequestValidationError
+
+
+def flat_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route of the app, one by one: FastAPI (0.165+) lists an included router as one entry."""
+    for route in routes:
+        contexts = getattr(route, "effective_route_contexts", None)
+        if contexts is None:
+            yield route
+        else:
+            for context in contexts():
+                yield context.original_route
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of this path takes (Starlette's 405 names only the first route's)."""
+    methods: set[str] = set()
+    for route in flat_routes(request.app.routes):
+        taken = getattr(route, "methods", None)
+        if taken and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= taken
+    return sorted(methods)
 
 
 class AccessLogMiddleware:

@@ -16,6 +16,8 @@ class ServiceConfig:
     chromium_path: str | None = None
     #: The URL clients reach this service at (set once the port is bound).
     public_url: str = ""
+    #: How long a `replay_view_url` stays valid (env `BBROWSE_REPLAY_LINK_SECONDS`; a day by default).
+    replay_link_seconds: int = 24 * 3600
     extra: dict = field(default_factory=dict)
 
     @property

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bbrowse.wire.base import STRICT
+
 
 class FileInfo(BaseModel):
     name: str
@@ -30,6 +32,8 @@ class LogEvent(BaseModel):
 
 
 class ScreenshotRegion(BaseModel):
+    model_config = STRICT
+
     x: int = Field(ge=0)
     y: int = Field(ge=0)
     width: int = Field(ge=1)
@@ -37,10 +41,14 @@ class ScreenshotRegion(BaseModel):
 
 
 class ScreenshotRequest(BaseModel):
+    model_config = STRICT
+
     region: ScreenshotRegion | None = None
 
 
 class ReplayStartRequest(BaseModel):
+    model_config = STRICT
+
     framerate: int | None = Field(default=None, ge=1, le=60)
     max_duration_in_seconds: int | None = Field(default=None, ge=1)
 

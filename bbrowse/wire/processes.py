@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 import pybase64
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bbrowse.wire.base import STRICT
+
 AbsolutePath = Annotated[str, Field(pattern=r"^/.*")]
 TermSize = Annotated[int, Field(ge=1, le=65535)]
 
@@ -29,8 +31,14 @@ def encode_b64(data: bytes) -> str:
     return pybase64.b64encode(data).decode("ascii")
 
 
+#: Standard-alphabet, padded base64 (documents `data_b64`; `decode_b64` is what enforces it).
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+
 class ExecRequest(BaseModel):
     """Fields shared by spawn and exec."""
+
+    model_config = STRICT
 
     command: str = Field(min_length=1)
     args: list[str] = Field(default_factory=list)
@@ -63,9 +71,9 @@ class ExecResult(BaseModel):
 class StdinRequest(BaseModel):
     """No other properties are allowed (spec)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    data_b64: str
+    data_b64: str = Field(json_schema_extra={"format": "byte", "pattern": BASE64_PATTERN})
 
     @field_validator("data_b64")
     @classmethod
@@ -97,13 +105,13 @@ Signal = Literal["TERM", "KILL", "INT", "HUP"]
 
 
 class KillRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     signal: Signal
 
 
 class ResizeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     rows: TermSize
     cols: TermSize
@@ -141,6 +149,8 @@ def parse_stdout_event(payload: dict) -> StdoutStreamEvent:
 
 class AttachResize(BaseModel):
     """Text frame a client sends on `attach` to resize the PTY."""
+
+    model_config = STRICT
 
     type: Literal["resize"] = "resize"
     rows: TermSize

@@ -7,8 +7,12 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from bbrowse.wire.base import STRICT
+
 
 class BrowserViewport(BaseModel):
+    model_config = STRICT
+
     width: int = Field(ge=1, le=7680)
     height: int = Field(ge=1, le=4320)
     refresh_rate: int | None = Field(default=None, ge=1, le=240)
@@ -16,6 +20,8 @@ class BrowserViewport(BaseModel):
 
 class BrowserCreateRequest(BaseModel):
     """`POST /browsers`: every field is optional; unknown fields are ignored as the cloud does."""
+
+    model_config = STRICT
 
     name: str | None = Field(default=None, min_length=1, max_length=255)
     headless: bool = True

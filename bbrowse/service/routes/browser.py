@@ -14,13 +14,15 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from bbrowse.service.browsers import BrowserManager
 from bbrowse.service.errors import ServiceError, bad_request, not_found
+from bbrowse.service.openapi import errors
 from bbrowse.service.recorder import ReplayManager, ReplayRecord, ReplayState
 from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH, ReplayTokens, viewer_page
 from bbrowse.service.sessions import Session
 from bbrowse.service.state import ServiceState, service_state
 from bbrowse.wire import Replay, ReplayStartRequest, ScreenshotRequest
 
-router = APIRouter(tags=["browser"])
+#: Every documented route addresses a session: 404 when unknown.
+router = APIRouter(tags=["browser"], responses=errors(404))
 
 BROWSERS, REPLAYS, TOKENS = "browsers", "replays", "replay_tokens"
 #: Seconds a client should wait before asking again for a replay that is still being finalised.
@@ -32,7 +34,7 @@ def install(state: ServiceState) -> None:
     replays = ReplayManager(state.config.state_dir / "replays", browsers)
     state.parts[BROWSERS] = browsers
     state.parts[REPLAYS] = replays
-    state.parts[TOKENS] = ReplayTokens()
+    state.parts[TOKENS] = ReplayTokens(ttl_seconds=state.config.replay_link_seconds)
     state.sessions.validators.append(browsers.validate)
     state.sessions.on_create.append(browsers.on_create)
     state.sessions.on_delete.append(replays.on_delete)  # finalise the recording while the browser still runs
@@ -65,7 +67,8 @@ AnySession = Annotated[Session, Depends(_any)]
 @router.post(
     "/browsers/{id_or_name}/computer/screenshot",
     response_class=Response,
-    responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"}},
+    responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"},
+               **errors(400, 410, 502, 503)},
 )
 async def capture_screenshot(session: ActiveSession, state: State, body: ScreenshotRequest | None = None) -> Response:
     region = body.region if body else None
@@ -102,7 +105,8 @@ async def list_replays(session: AnySession, state: State) -> list[Replay]:
 
 
 @router.post(
-    "/browsers/{id_or_name}/replays", status_code=201, response_model=Replay, response_model_exclude_none=True
+    "/browsers/{id_or_name}/replays", status_code=201, response_model=Replay, response_model_exclude_none=True,
+    responses=errors(409, 410, 502, 503),
 )
 async def start_replay(session: ActiveSession, state: State, body: ReplayStartRequest | None = None) -> Replay:
     record = await state.parts[REPLAYS].start(session, body or ReplayStartRequest())

@@ -13,21 +13,18 @@ from fastapi import APIRouter, Depends, Query
 from starlette.responses import StreamingResponse
 
 from bbrowse.service import files
+from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
 from bbrowse.service.state import active_session
 from bbrowse.wire import FileInfo
 
-router = APIRouter(tags=["fs"])
+#: Unknown or ended session (404/410), missing file (404), unreadable (403), wrong kind or bad path (400).
+router = APIRouter(tags=["fs"], responses=errors(400, 403, 404, 410))
 
-#: Optional at the FastAPI level only so that a missing `path` is reported by name (the generic validation
-#: handler drops a query field called "path" from its details, mistaking it for the location prefix).
-PathQuery = Annotated[str | None, Query(description="Absolute path on the instance (must match ^/.*); required.")]
-
-
-def _required_path(path: str | None) -> str:
-    if path is None:
-        raise files.field_error("path", "field required")
-    return files.require_absolute(path)
+#: Required; the pattern is documented, and checked by `files.require_absolute` for a message that says why.
+PathQuery = Annotated[
+    str, Query(description="Absolute path on the instance.", json_schema_extra={"pattern": "^/.*"})
+]
 
 
 async def _session_activity(session: Session, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -42,9 +39,9 @@ async def _session_activity(session: Session, chunks: AsyncIterator[bytes]) -> A
     response_class=StreamingResponse,
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
-async def read_file(session: Annotated[Session, Depends(active_session)], path: PathQuery = None) -> StreamingResponse:
+async def read_file(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> StreamingResponse:
     """The file's raw bytes, streamed in chunks with a Content-Length (chunked for size-0 pseudo-files)."""
-    path = _required_path(path)
+    path = files.require_absolute(path)
     file, st = await files.run_blocking(files.open_regular_file, path)
     length = st.st_size or None
     headers = {"Content-Length": str(length)} if length is not None else {}
@@ -53,11 +50,11 @@ async def read_file(session: Annotated[Session, Depends(active_session)], path: 
 
 
 @router.get("/browsers/{id_or_name}/fs/list_files", response_model=list[FileInfo])
-async def list_files(session: Annotated[Session, Depends(active_session)], path: PathQuery = None) -> list[FileInfo]:
+async def list_files(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> list[FileInfo]:
     """The directory's entries, directories first, then by name; symlinks show their target's kind."""
-    return await files.run_blocking(files.list_directory, _required_path(path))
+    return await files.run_blocking(files.list_directory, files.require_absolute(path))
 
 
 @router.get("/browsers/{id_or_name}/fs/file_info", response_model=FileInfo)
-async def file_info(session: Annotated[Session, Depends(active_session)], path: PathQuery = None) -> FileInfo:
-    return await files.run_blocking(files.file_info, _required_path(path))
+async def file_info(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> FileInfo:
+    return await files.run_blocking(files.file_info, files.require_absolute(path))

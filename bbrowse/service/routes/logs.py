@@ -16,12 +16,13 @@ from starlette.responses import StreamingResponse
 
 from bbrowse.service import files, supervisor
 from bbrowse.service.logs import LogFollower, encode_log_events, utc_timestamp
+from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import active_session, service_state
 from bbrowse.wire import LogSource
 
-router = APIRouter(tags=["logs"])
+router = APIRouter(tags=["logs"], responses=errors(404, 410))
 
 #: Upper bound of the `tail` extension (it is streamed, but a bound keeps a typo from scanning forever).
 TAIL_MAX = 1_000_000
@@ -36,13 +37,18 @@ async def _events(session: Session, follower: LogFollower) -> AsyncIterator[byte
 @router.get(
     "/browsers/{id_or_name}/logs/stream",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, **errors(400, 403)},
 )
 async def stream_logs(
     request: Request,
     session: Annotated[Session, Depends(active_session)],
     source: LogSource,
-    path: Annotated[str | None, Query(description="Absolute path of the file; required when source=path.")] = None,
+    path: Annotated[
+        str | None,
+        Query(
+            description="Absolute path of the file; required when source=path.", json_schema_extra={"pattern": "^/.*"}
+        ),
+    ] = None,
     supervisor_process: Annotated[
         str | None, Query(description="Supervised program name; required when source=supervisor.")
     ] = None,

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from starlette.responses import StreamingResponse
 
 from bbrowse.service.errors import ServiceError, conflict, error_body
+from bbrowse.service.openapi import errors
 from bbrowse.service.process_output import Chunk, sse_exit_frame
 from bbrowse.service.processes import ManagedProcess, ProcessManager, StdinClosedError, stdin_error
 from bbrowse.service.sessions import Session
@@ -43,7 +44,8 @@ log = logging.getLogger("bbrowse.processes")
 PREFIX = "/browsers/{id_or_name}/process"
 PART = "processes"
 
-router = APIRouter(tags=["processes"])
+#: Every route addresses a session (404 unknown, 410 ended) and most a process of it (404).
+router = APIRouter(tags=["processes"], responses=errors(404, 410))
 
 
 def install(state: ServiceState) -> None:
@@ -66,14 +68,14 @@ def _process(request: Request, id_or_name: str, process_id: str) -> ManagedProce
 # dependencies in a worker thread, and even async ones cost more than the whole keystroke path.
 
 
-@router.post(PREFIX + "/spawn", response_model=SpawnResult)
+@router.post(PREFIX + "/spawn", response_model=SpawnResult, responses=errors(403))
 async def spawn(id_or_name: str, body: SpawnRequest, request: Request) -> SpawnResult:
     session = _session(request, id_or_name)
     proc = service_state(request).parts[PART].spawn(session, body)
     return SpawnResult(process_id=proc.process_id, pid=proc.pid, started_at=proc.started_at)
 
 
-@router.post(PREFIX + "/exec", response_model=ExecResult)
+@router.post(PREFIX + "/exec", response_model=ExecResult, responses=errors(403))
 async def exec_(id_or_name: str, body: ExecRequest, request: Request) -> ExecResult:
     session = _session(request, id_or_name)
     return await service_state(request).parts[PART].exec(session, body)
@@ -107,7 +109,11 @@ async def resize(id_or_name: str, process_id: str, body: ResizeRequest, request:
     return OkResponse()
 
 
-@router.get(PREFIX + "/{process_id}/stdout/stream")
+@router.get(
+    PREFIX + "/{process_id}/stdout/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Output chunks, then the exit event"}},
+)
 async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> StreamingResponse:
     """SSE: the backlog, then every chunk of stdout/stderr (PTY output as stdout), then the exit event."""
     state = service_state(request)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
+from bbrowse.service.openapi import errors
 from bbrowse.service.state import ServiceState, service_state
 from bbrowse.wire import (
     LIST_LIMIT_DEFAULT,
@@ -22,7 +23,7 @@ def _state(request: Request) -> ServiceState:
     return service_state(request)
 
 
-@router.post("/browsers", response_model=Browser, response_model_exclude_none=True)
+@router.post("/browsers", response_model=Browser, response_model_exclude_none=True, responses=errors(409, 503))
 async def create_browser(
     state: Annotated[ServiceState, Depends(_state)], body: BrowserCreateRequest | None = None
 ) -> Browser:
@@ -50,14 +51,16 @@ async def list_browsers(
     return [s.to_wire() for s in page]
 
 
-@router.get("/browsers/{id_or_name}", response_model=Browser, response_model_exclude_none=True)
+@router.get(
+    "/browsers/{id_or_name}", response_model=Browser, response_model_exclude_none=True, responses=errors(404, 410)
+)
 async def get_browser(
     id_or_name: str, state: Annotated[ServiceState, Depends(_state)], include_deleted: bool = False
 ) -> Browser:
     return state.sessions.get(id_or_name, include_deleted=include_deleted).to_wire()
 
 
-@router.delete("/browsers/{id_or_name}", status_code=204, response_class=Response)
+@router.delete("/browsers/{id_or_name}", status_code=204, response_class=Response, responses=errors(404, 410))
 async def delete_browser(id_or_name: str, state: Annotated[ServiceState, Depends(_state)]) -> Response:
     session = state.sessions.get(id_or_name)
     await state.sessions.delete(session)
