@@ -13,9 +13,11 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse.service.errors import error_body
+from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH
 
-#: Paths under these prefixes authenticate with a signed `jwt` query parameter instead.
-JWT_AUTH_PREFIXES: tuple[str, ...] = ("/replay-view",)
+#: These exact paths authenticate with a signed `jwt` query parameter instead. Exact, not a prefix: a
+#: prefix also let `/replay-viewer`, `/replay-view-x` and any future `/replay-view...` route skip the token.
+JWT_AUTH_PATHS: frozenset[str] = frozenset({VIEW_PATH, VIDEO_PATH})
 
 
 def token_matches(header: str | None, token: str) -> bool:
@@ -37,7 +39,7 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        if path.startswith(JWT_AUTH_PREFIXES):
+        if path in JWT_AUTH_PATHS:
             await self.app(scope, receive, send)
             return
         header = None

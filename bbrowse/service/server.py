@@ -34,6 +34,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: Environment variable that shortens (or lengthens) the life of replay view links, in seconds.
+REPLAY_LINK_ENV = "BBROWSE_REPLAY_LINK_SECONDS"
+
+
+def replay_link_seconds() -> int:
+    """`BBROWSE_REPLAY_LINK_SECONDS` when set (a positive whole number of seconds), else a day."""
+    raw = os.environ.get(REPLAY_LINK_ENV)
+    if raw is None:
+        return ServiceConfig.replay_link_seconds
+    try:
+        seconds = int(raw)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise SystemExit(f"{REPLAY_LINK_ENV}={raw!r}: give a whole number of seconds, at least 1")
+    return seconds
+
+
 def setup_logging(log_file: Path, verbose: bool = False) -> None:
     log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(log_file)
@@ -79,7 +97,7 @@ def serve(
     url = f"{scheme}://{shown_host}:{bound_port}"
     config = ServiceConfig(
         token=token, state_dir=root / "service", host=host, port=bound_port,
-        chromium_path=chromium_path, public_url=url,
+        chromium_path=chromium_path, public_url=url, replay_link_seconds=replay_link_seconds(),
     )
     setup_logging(config.service_log, verbose)
     if not is_loopback(host) and not ssl_certfile:
