@@ -4,13 +4,21 @@ A session owns a working directory, its supervised logs, its processes and (see 
 Chromium. Other parts attach to a session through the hooks on `SessionManager` rather than the
 manager knowing about them: `on_create` runs after a session is registered (launch a browser),
 `on_delete` runs when it ends (kill processes, stop recording, stop the browser).
+
+Each session is recorded in `<sessions dir>/<id>/session.json` (its id, create request, times). A
+service that stops normally ends every session first; one that was killed (SIGKILL, the OOM killer,
+a power cut) finds the records of the sessions it had when it starts again, and `restore` brings them
+back under the same id and name with a new browser, so clients and the app's panes carry on. What
+lived only in memory is gone: processes (a killed service's children end with it) and recordings.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import secrets
 import shutil
 import string
@@ -33,6 +41,9 @@ DEFAULT_VIEWPORT = BrowserViewport(width=1280, height=800)
 
 #: How often the reaper looks for idle sessions.
 REAP_INTERVAL_SECONDS = 1.0
+
+#: The file in a session's directory that lets a restarted service bring the session back.
+RECORD_FILE = "session.json"
 
 
 def new_session_id() -> str:
@@ -88,6 +99,22 @@ class Session:
             return 0.0
         return time.monotonic() - self.last_activity
 
+    @property
+    def record_path(self) -> Path:
+        return self.workdir.parent / RECORD_FILE
+
+    def save_record(self) -> None:
+        """Write the record atomically (a crash mid-write leaves the old one, never half a file)."""
+        record = {
+            "session_id": self.session_id,
+            "request": self.request.model_dump(mode="json", exclude_none=True),
+            "created_at": self.created_at.isoformat(),
+            "deleted_at": self.deleted_at.isoformat() if self.deleted_at else None,
+        }
+        partial = self.record_path.with_suffix(".json.partial")
+        partial.write_text(json.dumps(record))
+        os.replace(partial, self.record_path)
+
     def supervisor_log(self, name: str) -> Path:
         """The file a supervised program of this session logs to (`chromium`, `recorder`, ...)."""
         return self.logdir / f"{name}.log"
@@ -111,6 +138,20 @@ class Session:
 
 SessionHook = Callable[[Session], Awaitable[None]]
 RequestValidator = Callable[[BrowserCreateRequest], None]
+
+
+def _session_from_record(record: dict, base: Path) -> Session:
+    if record["session_id"] != base.name:
+        raise ValueError(f"names session {record['session_id']!r} but lies in {base.name!r}")
+    deleted = record.get("deleted_at")
+    return Session(
+        session_id=record["session_id"],
+        request=BrowserCreateRequest.model_validate(record["request"]),
+        created_at=datetime.fromisoformat(record["created_at"]),
+        workdir=base / "work",
+        logdir=base / "logs",
+        deleted_at=datetime.fromisoformat(deleted) if deleted else None,
+    )
 
 
 class SessionManager:
@@ -177,6 +218,7 @@ class SessionManager:
             )
             session.workdir.mkdir(parents=True, exist_ok=True)
             session.logdir.mkdir(parents=True, exist_ok=True)
+            session.save_record()
             self._sessions[session_id] = session
             if request.name:
                 self._by_name[request.name] = session_id
@@ -197,6 +239,8 @@ class SessionManager:
         if not session.active:
             return
         session.deleted_at = utcnow()
+        with contextlib.suppress(OSError):
+            session.save_record()
         if session.name and self._by_name.get(session.name) == session.session_id:
             del self._by_name[session.name]
         for hook in self.on_delete:
@@ -206,6 +250,44 @@ class SessionManager:
                 log.exception("teardown hook failed for session %s", session.session_id)
         shutil.rmtree(session.workdir, ignore_errors=True)
         log.info("session %s ended (%s)", session.session_id, reason)
+
+    async def restore(self) -> list[Session]:
+        """Bring back the sessions a killed service left running (startup hook); the restored ones.
+
+        A record that cannot be read is skipped (and logged); a session whose browser cannot be
+        started again ends as it would have at creation. Sessions start their browsers concurrently.
+        """
+        found: list[Session] = []
+        for record in sorted(self.root.glob(f"*/{RECORD_FILE}")):
+            try:
+                session = _session_from_record(json.loads(record.read_text()), record.parent)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("session record %s is unreadable, skipped: %s", record, exc)
+                continue
+            if not session.active or session.session_id in self._sessions:
+                continue
+            if session.name and self._name_taken(session.name):
+                log.warning("session %s not restored: its name %r is taken", session.session_id, session.name)
+                continue
+            session.workdir.mkdir(parents=True, exist_ok=True)
+            session.logdir.mkdir(parents=True, exist_ok=True)
+            self._sessions[session.session_id] = session
+            if session.name:
+                self._by_name[session.name] = session.session_id
+            found.append(session)
+        results = await asyncio.gather(*(self._start_restored(s) for s in found))
+        return [s for s, ok in zip(found, results, strict=True) if ok]
+
+    async def _start_restored(self, session: Session) -> bool:
+        try:
+            for hook in self.on_create:
+                await hook(session)
+        except Exception as exc:
+            log.warning("session %s could not be restored: %s", session.session_id, exc)
+            await self.delete(session, reason="could not be restored after a restart")
+            return False
+        log.info("session %s restored after the service restarted (name=%s)", session.session_id, session.name)
+        return True
 
     async def delete_all(self) -> None:
         for session in list(self._sessions.values()):

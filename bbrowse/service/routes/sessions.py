@@ -19,6 +19,11 @@ from bbrowse.wire import (
 router = APIRouter(tags=["browsers"])
 
 
+def install(state: ServiceState) -> None:
+    # The first startup hook (sessions is the first area): every other part's hooks are registered by now.
+    state.startup.append(state.sessions.restore)
+
+
 def _state(request: Request) -> ServiceState:
     return service_state(request)
 
