@@ -25,13 +25,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import ctypes
 import logging
 import os
 import re
 import shutil
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +38,7 @@ from typing import IO, Any
 
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError
 from bbrowse.service.errors import ServiceError, bad_request, browser_unavailable
+from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sessions import Session
 from bbrowse.wire import BrowserCreateRequest
 
@@ -181,24 +180,6 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     if process.returncode is None:
         await process.wait()
-
-
-def die_with_service() -> None:
-    """`preexec_fn` for supervised children: SIGKILL them if the service dies without cleaning up.
-
-    Chromium runs in its own process group (so it can be stopped as a whole), which also means a
-    killed service would otherwise leave it running; the parent-death signal survives the exec of
-    Debian's `chromium` wrapper script.
-    """
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-_PR_SET_PDEATHSIG = 1
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-except OSError:
-    _LIBC = None
 
 
 class ChromiumBrowser:
