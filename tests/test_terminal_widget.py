@@ -258,6 +258,20 @@ async def test_keys_answer_at_once_during_a_flood() -> None:
         assert row_text(view, view.size.height - 2) == "2999 lorem ipsum dolor"
 
 
+async def test_a_big_backlog_that_cannot_be_skipped_still_drains() -> None:
+    """Just over the skip threshold with too few lines to skip, or full of escapes: drawn in full."""
+    app = TerminalApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.view
+        rows = view.emulator.rows + view.emulator.scrollback_limit + 5
+        view.feed(b"".join(f"{i:06d} {'lorem ipsum dolor sit amet ' * 2}\r\n".encode() for i in range(rows)))
+        view.feed(b"".join(f"\x1b[3{i % 8}mcolour {i}\x1b[0m\r\n".encode() for i in range(30_000)))
+        await asyncio.wait_for(view.wait_drained(), 60)
+        await pilot.pause()
+        assert row_text(view, view.size.height - 2) == "colour 29999"
+        assert view.emulator.scrollback_text()[-1] == f"colour {29999 - (view.emulator.rows - 1)}"
+
+
 @pytest.fixture
 def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
     """Wire a pane to bash in a local PTY (what the app does with the service's process API)."""

@@ -145,6 +145,7 @@ class TerminalView(Widget, can_focus=True):
         self.on_pty_resize = on_pty_resize
         self._backlog = bytearray()
         self._slice_bytes = 4096
+        self._skip_checked_at = 0
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -198,10 +199,13 @@ class TerminalView(Widget, can_focus=True):
         backlog = self._backlog
         try:
             while backlog:
+                if len(backlog) > SKIP_CHECK_BYTES and len(backlog) >= self._skip_checked_at + SKIP_CHECK_BYTES:
+                    skipped = emulator.skip_scrolled_away(backlog)
+                    del backlog[:skipped]
+                    # A failed check is not repeated until the backlog has grown again.
+                    self._skip_checked_at = 0 if skipped else len(backlog)
                 started = time.perf_counter()
-                if len(backlog) > SKIP_CHECK_BYTES:
-                    del backlog[: emulator.skip_scrolled_away(backlog)]
-                while backlog and time.perf_counter() - started < FEED_BUDGET_SECONDS:
+                while backlog:  # at least one slice per turn, then as many as the budget allows
                     size = self._slice_bytes
                     chunk = bytes(backlog[:size])
                     del backlog[:size]
@@ -211,6 +215,9 @@ class TerminalView(Widget, can_focus=True):
                     replies = emulator.take_replies()
                     if replies:
                         self._send(replies)
+                    if time.perf_counter() - started >= FEED_BUDGET_SECONDS:
+                        break
+                self._skip_checked_at = min(self._skip_checked_at, len(backlog))
                 self._schedule_frame()
                 if len(backlog) <= HIGH_WATER_BYTES:
                     self._below_high_water.set()
@@ -445,6 +452,7 @@ class TerminalView(Widget, can_focus=True):
     def reset(self) -> None:
         """Blank slate for a new program: the screen, scrollback, queued output and exit state go."""
         self._backlog.clear()
+        self._skip_checked_at = 0
         self._below_high_water.set()
         self._drained.set()
         self._outbox.clear()
