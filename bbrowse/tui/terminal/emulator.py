@@ -13,11 +13,11 @@ that floods take (runs of printable text, CR LF and SGR), and it keeps the state
 to redraw only what changed: a set of dirty rows and a rendered strip cached on each row.
 
 Why it is fast:
-- one regular expression splits the decoded text into tokens (C speed); printable runs are written
-  with list slice assignment, so a line of text costs a handful of Python operations, not one per
-  character;
-- rows are objects that move on scroll (a scroll is a list pop and append, and the row goes to the
-  scrollback as is);
+- tokenising happens in C: output with no escape sequence is split on CR LF with `str.split`, the
+  rest with one `re.split` into text runs and sequences; printable runs are written with list slice
+  assignment, so a line of text costs a handful of Python operations, not one per character;
+- rows are objects that move on scroll (a scroll is a list pop and append, the row goes to the
+  scrollback as is, and the row the scrollback drops becomes the new blank line);
 - SGR parses and attribute->style conversions are memoised;
 - a flood that would scroll out of both the screen and the scrollback is skipped without being
   drawn (`skip_scrolled_away`): the result is exactly what drawing it would have left.
@@ -73,9 +73,6 @@ _FLOOD_SAFE = bytes(b for b in range(256) if (b >= 0x20 and b != 0x7F) or b in (
 _COLLAPSE_MIN_BYTES = 64 * 1024
 
 _TAB_WIDTH = 8
-
-# xterm's DECSET private modes this emulator knows, for DECRQM answers.
-_KNOWN_PRIVATE_MODES = {1, 6, 7, 25, 47, 1000, 1002, 1003, 1004, 1006, 1047, 1048, 1049, 2004, 2026}
 
 
 class Row:
