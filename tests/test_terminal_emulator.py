@@ -344,6 +344,44 @@ def test_a_flood_with_escapes_in_its_head_is_drawn_in_full() -> None:
     assert emulator.skip_scrolled_away(data) == 0
 
 
+# ---------------------------------------------------------------- hostile input
+
+_PIECES = [
+    b"\x1b[", b"\x1b]", b"\x1bP", b"\x1b(", b"\x1b", b"\x1b\x1b", b"\x1b#8", b"\x1b[?1049h", b"\x1b[?1049l",
+    b"\x1b[?47h", b"\x1b[?1047l", b"\x1b[2J", b"\x1b[3J", b"\x1b[K", b"\x1b[5;10r", b"\x1b[r", b"\x1b[?6h", b"\x1b[?7l",
+    b"\x1b[?7h", b"\x1b[4h", b"\x1b[4l", b"\x1b[3@", b"\x1b[2P", b"\x1b[3L", b"\x1b[2M", b"\x1b[5X", b"\x1b[3b",
+    b"\x1b[2S", b"\x1b[2T", b"\x1b7", b"\x1b8", b"\x1bM", b"\x1bD", b"\x1bc", b"\x1b[99;99H", b"\x1b[0;0H",
+    b"\x1b[999999999999A", b"\x1b[99999999I", b"\x1b[99999999b", b"\x1b[38;2;1;2m", b"\x1b[48:2::1:2:3m", b"\x1b[6n",
+    "中文😀é\u0301\u200d\ufe0f".encode(), b"\r\n", b"\n", b"\r", b"\t", b"\x08", b"\x07", b"\x0e", b"\x0f",
+    b"\x00", b"\x7f", b"\xc3", b"\xe4\xb8", b"\xff", b"\x9b", b"abc", b"x" * 100, b"\x1b]0;t\x07", b"\x1bP1$r\x1b\\",
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_input_keeps_the_screen_consistent(seed: int) -> None:
+    """Garbage, cut sequences, huge parameters and resizes: no exception, and the invariants hold."""
+    rnd = random.Random(seed)
+    emulator = TerminalEmulator(rnd.randint(1, 30), rnd.randint(1, 12), scrollback=rnd.choice([0, 5, 100]))
+    for _ in range(300):
+        roll = rnd.random()
+        if roll < 0.03:
+            emulator.resize(rnd.randint(1, 30), rnd.randint(1, 12))
+        elif roll < 0.05:
+            emulator.scroll_view(rnd.randint(-10, 10))
+        elif roll < 0.08:
+            emulator.feed(bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 50))))
+        else:
+            emulator.feed(b"".join(rnd.choice(_PIECES) for _ in range(rnd.randint(1, 6))))
+        cols, rows = emulator.cols, emulator.rows
+        assert 0 <= emulator.cursor_x < cols and 0 <= emulator.cursor_y < rows
+        assert len(emulator.lines) == rows
+        for y, row in enumerate(emulator.lines):
+            assert len(row.chars) == len(row.attrs) == cols
+            assert all(row.chars[x - 1] != "" for x, ch in enumerate(row.chars) if ch == "" and x)
+            assert row.chars[0] != ""
+            assert emulator.render_line(y, emulator.cursor_x).cell_length == cols
+
+
 # ---------------------------------------------------------------- real programs in a real PTY
 
 

@@ -912,7 +912,7 @@ class TerminalEmulator:
 
     def _tab_forward(self, count: int) -> None:
         x = min(self.cx, self.cols - 1)
-        for _ in range(count):
+        for _ in range(min(count, self.cols)):
             stops = [t for t in self._tabs if t > x]
             x = min(stops) if stops else self.cols - 1
         self.cx = min(x, self.cols - 1)
@@ -921,7 +921,7 @@ class TerminalEmulator:
 
     def _tab_backward(self, count: int) -> None:
         x = min(self.cx, self.cols - 1)
-        for _ in range(count):
+        for _ in range(min(count, self.cols)):
             stops = [t for t in self._tabs if t < x]
             x = max(stops) if stops else 0
         self.cx = x
@@ -1295,6 +1295,8 @@ class TerminalEmulator:
 
 def _parse_escape(seq: str) -> tuple:
     """What an escape sequence does, parsed once and remembered (OSC strings are not remembered)."""
+    if len(seq) < 2:
+        return ("ignore",)  # a lone ESC that no sequence followed
     if seq[1] == "]":
         return ("osc",)
     if seq[1] == "[":
