@@ -7,7 +7,7 @@ swallowing the same file in the same run.
 For each text (plain: log-like lines of words; coloured: the same with SGR 16-colour, 256-colour and
 true-colour runs, as `ls --color` / `grep --color` / compilers print) it measures:
 
-- tmux: `tmux -L <socket> new-session -d -x 200 -y 50 'stty -opost; cat FILE; tmux wait-for -S done'`
+- tmux: `tmux -S <socket> new-session -d -x 200 -y 50 'stty -opost; cat FILE; tmux wait-for -S done'`
   then `tmux wait-for done`, timed (wall clock), plus the CPU time the tmux server spent (psutil),
   history-limit 10000 like our scrollback; afterwards tmux's screen is compared with ours;
 - bbrowse's `TerminalEmulator` (200x50, 10,000 lines of scrollback) fed the same bytes in 64 KiB
@@ -96,13 +96,13 @@ def uptime() -> str:
 
 def tmux_swallow(path: Path, tmp: Path) -> tuple[float, float, list[str]]:
     """(wall seconds, tmux server CPU seconds, tmux's screen rows) for tmux reading `path` raw."""
-    sock = f"bbrowse-bench-{uuid.uuid4().hex[:8]}"
+    sock = tmp / f"tmux-{uuid.uuid4().hex[:8]}.sock"  # a private server, its socket in our temporary directory
     conf = tmp / "tmux.conf"
     conf.write_text(f"set -g history-limit {SCROLLBACK}\nset -g status off\n")
-    base = ["tmux", "-L", sock, "-f", str(conf)]
+    base = ["tmux", "-S", str(sock), "-f", str(conf)]
     started = time.perf_counter()
     subprocess.run([*base, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
-                    f"stty -opost -echo; cat {path}; tmux -L {sock} wait-for -S done; sleep 600"], check=True)
+                    f"stty -opost -echo; cat {path}; tmux -S {sock} wait-for -S done; sleep 600"], check=True)
     pid = int(subprocess.run([*base, "display-message", "-p", "#{pid}"], check=True, capture_output=True,
                              text=True).stdout)
     subprocess.run([*base, "wait-for", "done"], check=True)

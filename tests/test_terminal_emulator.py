@@ -483,13 +483,14 @@ def test_vim_in_a_real_pty_draws_and_restores(text_file: Path) -> None:
 
 def tmux_screen(data: bytes, cols: int, rows: int, tmp_path: Path) -> tuple[list[str], tuple[int, int], bool]:
     """What tmux shows after swallowing `data` raw: (rows of text, cursor, alternate screen on)."""
-    sock = f"bbrowse-oracle-{uuid.uuid4().hex[:8]}"
-    path = tmp_path / f"{sock}.bin"
+    name = uuid.uuid4().hex[:8]
+    path = tmp_path / f"{name}.bin"
     path.write_bytes(data)
-    base = ["tmux", "-L", sock, "-f", "/dev/null"]
+    sock = tmp_path / f"{name}.sock"  # a private server, its socket in the test's temporary directory
+    base = ["tmux", "-S", str(sock), "-f", "/dev/null"]
     try:
         subprocess.run([*base, "new-session", "-d", "-x", str(cols), "-y", str(rows),
-                        f"stty -opost -echo; cat {path}; tmux -L {sock} wait-for -S done; sleep 600"],
+                        f"stty -opost -echo; cat {path}; tmux -S {sock} wait-for -S done; sleep 600"],
                        check=True, timeout=30)
         subprocess.run([*base, "wait-for", "done"], check=True, timeout=30)
         screen = subprocess.run([*base, "capture-pane", "-p", "-N"], check=True, capture_output=True, text=True,
