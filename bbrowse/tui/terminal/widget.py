@@ -240,10 +240,17 @@ class TerminalView(Widget, can_focus=True):
     # ------------------------------------------------------------------ drawing
 
     def _schedule_frame(self) -> None:
-        """Refresh the dirty rows at most once per frame, drawing whatever is latest by then."""
+        """Refresh the dirty rows at most once per frame, drawing whatever is latest by then.
+
+        After a quiet spell (a key's echo, say) the frame is drawn at once rather than on a timer:
+        only output arriving within a frame of the last one waits, so typing is never delayed.
+        """
         if self._frame_timer is not None or not self.is_mounted:
             return
-        delay = max(0.001, self._last_frame + FRAME_SECONDS - time.monotonic())  # Textual's timers need > 0
+        delay = self._last_frame + FRAME_SECONDS - time.monotonic()
+        if delay <= 0:
+            self._frame()
+            return
         self._frame_timer = self.set_timer(delay, self._frame, name="terminal-frame")
 
     def _frame(self) -> None:
