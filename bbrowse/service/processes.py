@@ -91,8 +91,9 @@ class ManagedProcess:
         self.output = OutputLog()
         self.exit_code: int | None = None
         self.finished = asyncio.Event()
-        #: True while a WebSocket `attach` is connected (one at a time).
-        self.attached = False
+        #: Set while no WebSocket `attach` is connected (one at a time); see `routes.processes.attach`.
+        self.detached = asyncio.Event()
+        self.detached.set()
         self._sink = sink or self.output.append
         self._loop = asyncio.get_running_loop()
         self._readers: dict[int, int] = {}
@@ -227,6 +228,10 @@ class ManagedProcess:
         callbacks, self._on_finish = self._on_finish, []
         for callback in callbacks:
             callback(self)
+
+    @property
+    def attached(self) -> bool:
+        return not self.detached.is_set()
 
     @property
     def reaped(self) -> bool:

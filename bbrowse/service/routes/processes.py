@@ -47,6 +47,9 @@ PART = "processes"
 #: Every route addresses a session (404 unknown, 410 ended) and most a process of it (404).
 router = APIRouter(tags=["processes"], responses=errors(404, 410))
 
+#: How long a second attach waits for the first to finish closing before it is refused with 409.
+ATTACH_HANDOVER_SECONDS = 1.0
+
 
 def install(state: ServiceState) -> None:
     manager = ProcessManager()
@@ -144,17 +147,22 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
         session = state.sessions.get(id_or_name)
         proc = state.parts[PART].get(session, process_id)
         if proc.attached:
+            # A client that just closed its attach and opens a new one (a reconnect) can be faster than
+            # the old handler, which learns of the close a moment after the client: give it that moment.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.detached.wait(), ATTACH_HANDOVER_SECONDS)
+        if proc.attached:
             raise conflict(f"process {process_id} already has an attached client; only one attach at a time")
     except ServiceError as exc:
         await _deny(websocket, exc)
         return
-    proc.attached = True
+    proc.detached.clear()
     try:
         await websocket.accept()
         with session.in_use():
             await _attach_session(websocket, proc)
     finally:
-        proc.attached = False
+        proc.detached.set()
 
 
 async def _deny(websocket: WebSocket, exc: ServiceError) -> None:
