@@ -225,6 +225,7 @@ def contract_error_shape(ctx, response, case) -> bool | None:
 # the fuzz run ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(600)  # every operation in one test item: ~40 s alone, more on a loaded machine
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,
