@@ -98,6 +98,7 @@ async def test_capture_shows_the_image_live_view_region_and_save(
         # drawn inline, scaled into the pane with the PNG's aspect ratio
         drawn = pane.view.query_one(".inline-image")
         assert type(drawn).__name__ == "HalfcellImage"
+        await wait_for(pilot, lambda: drawn.size.width > 0, what="image laid out")
         cells = drawn.size
         assert 0 < cells.width <= pane.view.size.width and 0 < cells.height <= pane.view.size.height
         assert abs((cells.width * 10) / (cells.height * 20) - width / height) < 0.1

@@ -273,10 +273,17 @@ async def test_status_then_kill(client: BrowserClient, sid: str) -> None:
 async def test_resize_is_seen_by_stty_size(client: BrowserClient, sid: str) -> None:
     proc = await client.processes.spawn(sid, "sh", ["-c", "stty size; read x; stty size"],
                                         allocate_tty=True, rows=24, cols=80)
+    seen = b""
+    async with client.processes.stdout_stream(sid, proc.process_id) as events:
+        async for event in events:
+            if isinstance(event, ProcessOutputEvent):
+                seen += event.data()
+            if b"24 80" in seen:
+                break  # the first `stty size` ran at the spawn size: resize only now
     await client.processes.resize(sid, proc.process_id, rows=33, cols=101)
     await client.processes.stdin(sid, proc.process_id, b"\n")
     out, _ = await collect_output(client, sid, proc.process_id)
-    assert b"24 80" in out and b"33 101" in out
+    assert out.index(b"24 80") < out.index(b"33 101")
 
 
 async def test_resize_without_tty_is_bad_request(client: BrowserClient, sid: str) -> None:

@@ -37,7 +37,7 @@ import psutil
 
 from bbrowse.service.errors import ServiceError, bad_request, not_found
 from bbrowse.service.process_launch import Child, launch, set_winsize
-from bbrowse.service.process_output import STDERR, STDOUT, OutputLog
+from bbrowse.service.process_output import MAX_LAG_BYTES, STDERR, STDOUT, OutputLog
 from bbrowse.service.sessions import Session
 from bbrowse.wire import ExecRequest, ExecResult, ProcessStatus, SpawnRequest, encode_b64
 
@@ -78,6 +78,12 @@ class StdinClosedError(Exception):
     """The process's stdin can no longer be written (it exited or closed it)."""
 
 
+#: How far a reader of a PTY may fall behind before it skips ahead. A terminal shows its last screen,
+#: so a reader stuck behind a flood (`yes`, `cat big.log`) would only replay output that scrolls away
+#: unseen, while ctrl-c's effect waits behind it; 8 MiB drains in well under a second.
+TTY_MAX_LAG_BYTES = 8 << 20
+
+
 class ManagedProcess:
     """One spawned (or exec'd) child: its descriptors, output, exit, and the controls on it."""
 
@@ -88,7 +94,7 @@ class ManagedProcess:
         self.tty = child.tty
         self.command = command
         self.started_at = datetime.now(UTC)
-        self.output = OutputLog()
+        self.output = OutputLog(max_lag_bytes=TTY_MAX_LAG_BYTES if child.tty else MAX_LAG_BYTES)
         self.exit_code: int | None = None
         self.finished = asyncio.Event()
         #: Set while no WebSocket `attach` is connected (one at a time); see `routes.processes.attach`.
