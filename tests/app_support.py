@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
@@ -21,3 +25,19 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 15.0
             return
         await pilot.pause(0.05)
     raise AssertionError(f"{what} not met within {timeout} s")
+
+
+class PaneScreen(Screen):
+    """A screen holding one pane in a tab, as the session screen does, for testing a pane alone."""
+
+    def __init__(self, pane, title: str, tab_id: str) -> None:
+        super().__init__()
+        self.pane = pane
+        self.title_text = title
+        self.tab_id = tab_id
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent():
+            with TabPane(self.title_text, id=self.tab_id):
+                yield self.pane
+        yield Footer()

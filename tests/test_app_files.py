@@ -13,12 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import PaneScreen, make_app, wait_for
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
-from textual.screen import Screen
-from textual.widgets import Footer, ProgressBar, TabbedContent, TabPane
+from textual.widgets import ProgressBar
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.file_kind import FileKind
@@ -46,24 +45,11 @@ class Greeter:
 
 
 
-class PaneScreen(Screen):
-    """A screen holding one pane in a tab, as the session screen will."""
-
-    def __init__(self, pane) -> None:
-        super().__init__()
-        self.pane = pane
-
-    def compose(self) -> ComposeResult:
-        with TabbedContent():
-            with TabPane("Files", id="files"):
-                yield self.pane
-        yield Footer()
-
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
     await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
     pane = FilesPane(session_id)
-    await app.push_screen(PaneScreen(pane))
+    await app.push_screen(PaneScreen(pane, "Files", "files"))
     await wait_for(pilot, lambda: pane.file_tree.root_path != "/" or pane.working_directory is not None)
     pane.focus_default()  # what the session screen does when it switches to the tab
     return pane

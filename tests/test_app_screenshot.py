@@ -15,12 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import PaneScreen, make_app, wait_for
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
-from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
 from textual_image._terminal import CellSize, get_cell_size
 
 from bbrowse.tui.app import BbrowseApp
@@ -41,22 +39,11 @@ def fixed_cell_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
-class PaneScreen(Screen):
-    def __init__(self, pane) -> None:
-        super().__init__()
-        self.pane = pane
-
-    def compose(self) -> ComposeResult:
-        with TabbedContent():
-            with TabPane("Screenshot", id="screenshot"):
-                yield self.pane
-        yield Footer()
-
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
     await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
     pane = ScreenshotPane(session_id, rendering="halfcell")
-    await app.push_screen(PaneScreen(pane))
+    await app.push_screen(PaneScreen(pane, "Screenshot", "screenshot"))
     pane.focus_default()
     return pane
 
