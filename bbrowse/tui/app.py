@@ -48,7 +48,11 @@ def describe_error(error: BaseException) -> str:
 
 
 class BbrowseScreen(Screen):
-    """A screen with the service bar on top, kept in step with the app's connection state."""
+    """A screen with the service bar on top, kept in step with the app's connection state.
+
+    Textual runs `on_mount` of every class in the MRO, so subclasses define their own without
+    calling this one.
+    """
 
     #: Shown in the service bar after "bbrowse │ … │ state │".
     CRUMBS: tuple[str, ...] = ("Sessions",)

@@ -64,21 +64,20 @@ class SessionScreen(BbrowseScreen):
                 yield TabPane(f"{label} [{number}]", id=tab_id)
         yield Footer()
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self._show(self.initial_tab)
+    async def on_mount(self) -> None:
+        await self._show(self.initial_tab)
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane is not None and event.pane.id:
-            self._show(event.pane.id)
+            await self._show(event.pane.id)
 
-    def _show(self, tab_id: str) -> None:
+    async def _show(self, tab_id: str) -> None:
         """Mount the tab's pane on first view, then hand it the keyboard so its keys work at once."""
         pane = self.query_one(f"#{tab_id}", TabPane)
         if not pane.children:
             factory = next(factory for known, _, factory in TABS if known == tab_id)
-            pane.mount(factory(self.session_id))
+            await pane.mount(factory(self.session_id))  # composed before anything asks for its widgets
         content = pane.children[0]
         focus = getattr(content, "focus_default", None) or getattr(content, "focus_active", None)
         if callable(focus):

@@ -82,7 +82,6 @@ class SessionsScreen(BbrowseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        super().on_mount()
         table = self.query_one(DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
