@@ -24,6 +24,6 @@ def sync_rows(table: DataTable, rows: Mapping[str, Cells], columns: Sequence[str
         if key in table.rows:
             for column in columns:
                 if table.get_cell(key, column) != cells[column]:
-                    table.update_cell(key, column, cells[column])
+                    table.update_cell(key, column, cells[column], update_width=True)
         else:
             table.add_row(*(cells[column] for column in columns), key=key)
