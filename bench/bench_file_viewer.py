@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import statistics
@@ -30,8 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
 import psutil
+from conftest import start_service as start_test_service
 from textual.app import App, ComposeResult
 
 from bbrowse.client import BrowserClient
@@ -43,26 +44,9 @@ LINE = b"2024-05-01T12:00:00.123Z INFO  worker-3 request served path=/api/v1/ite
 
 
 def start_service(state: Path) -> tuple[subprocess.Popen, str, str]:
-    env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "BBROWSE_CHROMIUM": "/nonexistent/no-browser-needed"}
-    env.pop("KERNEL_API_KEY", None)
-    env.pop("KERNEL_BASE_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bbrowse", "serve", "--port", "0"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            info = json.loads((state / "serve.json").read_text())
-            if info.get("pid") == proc.pid:
-                headers = {"Authorization": f"Bearer {info['token']}"}
-                if httpx.get(info["url"] + "/browsers", headers=headers, timeout=2).status_code == 200:
-                    return proc, info["url"], info["token"]
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("bbrowse serve did not answer within 30 s")
+    """A real `bbrowse serve` on loopback, started the way the tests start it (tests/conftest.py)."""
+    handle = start_test_service(state, extra_env={"BBROWSE_CHROMIUM": "/nonexistent/no-browser-needed"})
+    return handle.process, handle.url, handle.token
 
 
 def stop_service(proc: subprocess.Popen) -> None:

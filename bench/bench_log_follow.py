@@ -32,8 +32,11 @@ import textwrap
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
 import httpx
 import psutil
+from conftest import start_service as start_test_service
 from httpx_sse import aconnect_sse
 
 LINE_PAD = "x" * 60
@@ -62,26 +65,9 @@ WRITER = textwrap.dedent(
 
 
 def start_service(state: Path) -> tuple[subprocess.Popen, str, str]:
-    env = {**os.environ, "BBROWSE_STATE_DIR": str(state)}
-    env.pop("KERNEL_API_KEY", None)
-    env.pop("KERNEL_BASE_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bbrowse", "serve", "--port", "0"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            info = json.loads((state / "serve.json").read_text())
-            if info.get("pid") == proc.pid:
-                headers = {"Authorization": f"Bearer {info['token']}"}
-                if httpx.get(info["url"] + "/browsers", headers=headers, timeout=2).status_code == 200:
-                    return proc, info["url"], info["token"]
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("bbrowse serve did not start")
+    """A real `bbrowse serve` on loopback, started the way the tests start it (tests/conftest.py)."""
+    handle = start_test_service(state, extra_env=None)
+    return handle.process, handle.url, handle.token
 
 
 def run_writer(path: Path, total: int, rate: float = 0, block: int = 2000) -> subprocess.Popen:

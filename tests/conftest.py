@@ -117,6 +117,17 @@ def sdk(service: ServiceHandle):
     client.close()
 
 
+@pytest.fixture(scope="module")
+async def module_session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One session for a whole module, for tests that exercise files, logs or processes rather than
+    sessions: creating a session starts its Chromium, which costs seconds."""
+    r = await http.post("/browsers", json={"timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    yield sid
+    await http.delete(f"/browsers/{sid}")
+
+
 @pytest.fixture
 async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
     """A fresh browser session for one test, deleted afterwards."""

@@ -6,7 +6,6 @@ import asyncio
 import os
 import stat
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,14 +21,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="module")
-async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
-    """One session for the whole module (overrides the per-test one): these tests exercise files, not
-    sessions, and creating a session starts its Chromium, which costs seconds."""
-    r = await http.post("/browsers", json={"timeout_seconds": 600})
-    assert r.status_code == 200, r.text
-    sid = r.json()["session_id"]
-    yield sid
-    await http.delete(f"/browsers/{sid}")
+def session_id(module_session_id: str) -> str:
+    """One session for the whole module (overrides the per-test one)."""
+    return module_session_id
 
 
 def _fs(session_id: str, op: str) -> str:
