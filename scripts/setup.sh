@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything bbrowse needs on a fresh machine: system packages (Chromium, ffmpeg, tmux,
+# Installs everything bbrowse needs on a fresh machine: system packages (Chromium, ffmpeg, tmux, Xvfb, xdotool, xclip,
 # when missing and running as root), a virtualenv in .venv, and bbrowse with its dev extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,9 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+# Computer controls on a headful session's display: input (xdotool) and its clipboard (xclip).
+command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
+command -v xclip >/dev/null 2>&1 || need+=(xclip)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}"
