@@ -332,7 +332,8 @@ async def test_retry_after_longer_than_the_policy_allows_fails_at_once() -> None
         started = time.monotonic()
         with pytest.raises(RateLimited) as err:
             await client_for(fault).sessions.get("s")
-    assert time.monotonic() - started < 1 and len(fault.requests) == 1 and err.value.retry_after == 3600
+    # "At once" against the hour it was told to wait: generous, because the machine may be busy.
+    assert time.monotonic() - started < 30 and len(fault.requests) == 1 and err.value.retry_after == 3600
 
 
 async def test_retries_stop_at_the_total_time_budget() -> None:
@@ -344,7 +345,8 @@ async def test_retries_stop_at_the_total_time_budget() -> None:
         started = time.monotonic()
         with pytest.raises(BrowserUnavailable):
             await client_for(fault, policy).replays.list("s")
-    assert time.monotonic() - started < 3.5 and 2 <= len(fault.requests) <= 3
+    # Without the budget, 50 attempts a second apart would take 49 s; the slack is for a busy machine.
+    assert time.monotonic() - started < 2.5 + 10 and 2 <= len(fault.requests) <= 3
 
 
 async def test_replay_download_waits_while_the_service_answers_202() -> None:
@@ -411,7 +413,8 @@ async def test_connection_refused_is_connection_lost_after_bounded_retries() -> 
     started = time.monotonic()
     with pytest.raises(ConnectionLost) as err:
         await client.sessions.get("s")
-    assert time.monotonic() - started < 3
+    # Bounded by the policy's backoff (3 tries, at most ~0.3 s of waits), not by its 15 s budget; slack for load.
+    assert time.monotonic() - started < 10
     assert "127.0.0.1" in str(err.value)
     with pytest.raises(ConnectionLost):
         async with client.logs.stream("s", path="/x"):

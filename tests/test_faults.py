@@ -20,10 +20,10 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
@@ -44,22 +44,17 @@ from bbrowse.wire import LogSource, ProcessExitEvent, ProcessOutputEvent
 TOKEN = "faults-token-0123456789abcdefghijklmnop"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Restartable:
     """One `bbrowse serve` that a test can SIGKILL and start again on the same port, token and state."""
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
-        self.port = free_port()
+        self.port = 0  # the first start takes any free port; restarts reuse the one it got
         self.handle: ServiceHandle = self.start()
 
     def start(self) -> ServiceHandle:
         self.handle = start_service(self.state_dir, extra_env={"BBROWSE_TOKEN": TOKEN}, port=self.port)
+        self.port = urlsplit(self.handle.url).port or 0
         return self.handle
 
     def kill(self) -> None:
