@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -18,6 +20,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+# The suite runs with a home of its own, made afresh: nothing a test saves lands in the real one, and no
+# dotfile of whoever runs it (a shell prompt, a bbrowse config, a downloads folder) changes what a test sees.
+_HOME = Path(tempfile.mkdtemp(prefix="bbrowse-test-home-"))
+os.environ["HOME"] = str(_HOME)
+for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
+              "BBROWSE_CONFIG_DIR", "BBROWSE_STATE_DIR", "BBROWSE_PROFILE", "BBROWSE_THEME",
+              "KERNEL_API_KEY", "KERNEL_BASE_URL"):
+    os.environ.pop(_name, None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HOME, ignore_errors=True)
 
 
 @dataclass
