@@ -10,6 +10,7 @@ from starlette.requests import HTTPConnection
 
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.sessions import Session, SessionManager
+from bbrowse.service.vm_token import VmTokens
 
 
 @dataclass
@@ -21,6 +22,9 @@ class ServiceState:
     #: Called in order when the service starts, and in reverse when it stops.
     startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    #: Signs and checks the session-scoped `jwt` of every VM endpoint (`/vm/{session_id}/...`) and `cdp_ws_url`.
+    #: One per running service, its secret never written down: a restarted service hands out new tokens.
+    vm_tokens: VmTokens = field(default_factory=VmTokens)
 
 
 def service_state(conn: HTTPConnection) -> ServiceState:
