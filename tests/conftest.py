@@ -27,8 +27,11 @@ _HOME = Path(tempfile.mkdtemp(prefix="bbrowse-test-home-"))
 os.environ["HOME"] = str(_HOME)
 for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
               "BBROWSE_CONFIG_DIR", "BBROWSE_STATE_DIR", "BBROWSE_PROFILE", "BBROWSE_THEME",
-              "KERNEL_API_KEY", "KERNEL_BASE_URL"):
+              "KERNEL_API_KEY", "KERNEL_BASE_URL", "LC_ALL", "LC_CTYPE", "LANGUAGE"):
     os.environ.pop(_name, None)
+# One UTF-8 locale for the suite and every program it starts (shells, `ls`, `less` in a PTY), whatever
+# the machine's own is: CJK and box-drawing tests must not depend on it.
+os.environ["LANG"] = "C.UTF-8"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
