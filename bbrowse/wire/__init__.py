@@ -5,12 +5,15 @@ One source of truth for both the client and the local service; imports nothing e
 
 from bbrowse.wire.errors import (
     ERROR_SHAPE_STATUSES,
+    AttachError,
     Error,
     ErrorDetail,
     InstanceProxyError,
     InstanceProxyErrorCode,
+    VmError,
 )
 from bbrowse.wire.files import (
+    LOGS_SOURCE_NOT_AVAILABLE,
     FileInfo,
     LogEvent,
     LogSource,
@@ -53,6 +56,8 @@ __all__ = [
     "ERROR_SHAPE_STATUSES",
     "LIST_LIMIT_DEFAULT",
     "LIST_LIMIT_MAX",
+    "LOGS_SOURCE_NOT_AVAILABLE",
+    "AttachError",
     "AttachExit",
     "AttachResize",
     "Browser",
@@ -84,6 +89,7 @@ __all__ = [
     "StdinRequest",
     "StdinResult",
     "StdoutStreamEvent",
+    "VmError",
     "decode_b64",
     "encode_b64",
     "parse_stdout_event",

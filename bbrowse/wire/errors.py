@@ -1,12 +1,18 @@
-"""The contract's two error bodies.
+"""The contract's two error bodies, and the two a session's VM endpoint answers in Kernel's cloud.
 
 `Error` is used for 400, 404 and 500; `InstanceProxyError` for every other status.
 Both sides import these so a shape can only change in one place.
+
+Kernel's in-VM server (reached through a session's `base_url`) answers its handler errors as a bare
+`VmError` `{"message": ...}`, and refuses an `attach` before the WebSocket upgrade with an
+`AttachError` `{"type": "error", "message": ...}`. `bbrowse serve --kernel-compat` does the same
+under `/vm/{session_id}/`; a client has to read all four shapes.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -44,4 +50,17 @@ class Error(BaseModel):
 
 class InstanceProxyError(BaseModel):
     code: InstanceProxyErrorCode
+    message: str
+
+
+class VmError(BaseModel):
+    """An in-VM handler's error body (Kernel's VM, `bbrowse serve --kernel-compat` under `base_url`)."""
+
+    message: str
+
+
+class AttachError(BaseModel):
+    """`attach` refused before the upgrade (Kernel's VM, and --kernel-compat): 404, 400 or 409."""
+
+    type: Literal["error"] = "error"
     message: str

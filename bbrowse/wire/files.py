@@ -25,6 +25,11 @@ class LogSource(StrEnum):
     SUPERVISOR = "supervisor"
 
 
+#: The one event Kernel's VM sends on `logs/stream` for a source it cannot stream (`source=supervisor`,
+#: or no absolute `path`), before it ends the stream; `bbrowse serve --kernel-compat` sends the same.
+LOGS_SOURCE_NOT_AVAILABLE = "logs source not available"
+
+
 class LogEvent(BaseModel):
     event: Literal["log"] = "log"
     message: str
