@@ -77,8 +77,10 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
 @click.option("--ssl-certfile", default=None, help="Serve HTTPS with this certificate.")
 @click.option("--ssl-keyfile", default=None, help="Private key for --ssl-certfile.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the service log to stderr.")
+@click.option("--kernel-compat", is_flag=True, envvar="BBROWSE_KERNEL_COMPAT",
+              help="Behave as Kernel's cloud VM does (PTY output only over attach, stricter errors); see the README.")
 @click.option("--stop", is_flag=True, help="Stop the running local service (e.g. the one commands started) and exit.")
-def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, stop) -> None:
+def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, kernel_compat, stop) -> None:
     """Serve the Browser Instance Control Service locally.
 
     \b
@@ -86,6 +88,7 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
       bbrowse serve                      # 127.0.0.1:7780, new token printed once
       bbrowse serve --port 0             # any free port
       bbrowse serve --stop               # stop the background service commands started
+      bbrowse serve --kernel-compat      # as strict as Kernel's cloud VM, to test clients against
       KERNEL_BASE_URL=http://127.0.0.1:7780 KERNEL_API_KEY=<token> python my_kernel_script.py
     """
     if stop:
@@ -98,7 +101,7 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
     from bbrowse.service.server import serve
 
     serve(host=host, port=port, token=token, chromium_path=chromium_path,
-          ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, verbose=verbose,
+          ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, verbose=verbose, kernel_compat=kernel_compat,
           announce=lambda line: click.echo(line, err=line.startswith("warning")))
 
 

@@ -18,6 +18,10 @@ class ServiceConfig:
     public_url: str = ""
     #: How long a `replay_view_url` stays valid (env `BBROWSE_REPLAY_LINK_SECONDS`; a day by default).
     replay_link_seconds: int = 24 * 3600
+    #: `--kernel-compat`: behave as Kernel's in-VM server does where a client has to cope (PTY output only
+    #: over attach, read only while attached, one attach, 10 s retention, -1 after a signal, `{"message"}`
+    #: errors under `/vm/`, no supervisor log source). The README lists the differences point by point.
+    kernel_compat: bool = False
     extra: dict = field(default_factory=dict)
 
     @property

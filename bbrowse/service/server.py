@@ -84,6 +84,7 @@ def serve(
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
     verbose: bool = False,
+    kernel_compat: bool = False,
     announce=print,
 ) -> None:
     root = state_dir()
@@ -98,6 +99,7 @@ def serve(
     config = ServiceConfig(
         token=token, state_dir=root / "service", host=host, port=bound_port,
         chromium_path=chromium_path, public_url=url, replay_link_seconds=replay_link_seconds(),
+        kernel_compat=kernel_compat,
     )
     setup_logging(config.service_log, verbose)
     if not is_loopback(host) and not ssl_certfile:
@@ -107,7 +109,8 @@ def serve(
         )
     discovery = serve_file()
     write_private(discovery, json.dumps({"url": url, "pid": os.getpid(), "token": token}))
-    announce(f"bbrowse serve listening on {url}")
+    announce(f"bbrowse serve listening on {url}" + (" (--kernel-compat: behaving as Kernel's VM)" if kernel_compat
+                                                      else ""))
     if generated:
         # Printed once, only when made here: a token that was given is already known to its owner.
         announce(f"token: {token}")
