@@ -3,6 +3,8 @@
 Every failure leaves here in one of the contract's two shapes: `ServiceError`s as they are,
 validation failures as 400 `bad_request` with a `details` entry per field, unknown routes as 404,
 and anything unexpected as a 500 whose traceback goes to the service log, never to the client.
+Under a session's VM endpoint (`/vm/{session_id}/...`) in `--kernel-compat`, the same failures are
+answered as Kernel's in-VM server answers them: `{"message": ...}` (wire `VmError`).
 """
 
 from __future__ import annotations
@@ -24,15 +26,21 @@ from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
 from bbrowse.service.openapi import service_openapi
-from bbrowse.service.routes import browser, files, logs, processes, sessions
+from bbrowse.service.routes import browser, files, logs, processes, screenshot, sessions
 from bbrowse.service.sessions import SessionManager
 from bbrowse.service.state import ServiceState
-from bbrowse.wire import ErrorDetail
+from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
+from bbrowse.wire import ErrorDetail, VmError
 
 log = logging.getLogger("bbrowse.service")
 access_log = logging.getLogger("bbrowse.access")
 
-AREAS = (sessions, processes, files, logs, browser)
+#: Every area of the API: a module with a `router` and maybe an `install(state)`. A router marked with
+#: `vm_endpoint.vm_served(...)` (process, fs, logs, computer) is mounted twice: under `/browsers/{id_or_name}/`
+#: as written, and under each session's VM endpoint `/vm/{id_or_name}/`, authenticated there by the
+#: session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes) only needs its module listed
+#: here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else to do for the `/vm` copy.
+AREAS = (sessions, processes, files, logs, screenshot, browser)
 
 
 def create_app(config: ServiceConfig) -> FastAPI:
@@ -71,15 +79,27 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.state.service = state
     for area in AREAS:
         app.include_router(area.router)
+        if is_vm_served(area.router):
+            app.include_router(mirror(area.router))
     app.openapi = lambda: service_openapi(app)  # the errors the service really answers, and the bearer scheme
     _install_error_handlers(app)
-    app.add_middleware(BearerAuthMiddleware, token=config.token)
+    app.add_middleware(BearerAuthMiddleware, token=config.token, vm_tokens=state.vm_tokens)
     app.add_middleware(AccessLogMiddleware)
     return app
 
 
-def _json_error(status: int, code: str, message: str, details=None, headers=None) -> JSONResponse:
+def _json_error(
+    request: Request, status: int, code: str, message: str, details=None, headers=None
+) -> JSONResponse:
+    """The contract's shape for `status`, or, under a VM endpoint in --kernel-compat, Kernel's in-VM `{"message"}`."""
+    if kernel_vm_request(request):
+        return JSONResponse(VmError(message=message).model_dump(), status_code=status, headers=headers)
     return JSONResponse(error_body(status, code, message, details), status_code=status, headers=headers)
+
+
+def kernel_vm_request(request: Request) -> bool:
+    """Whether this request reached a session's VM endpoint of a service running with --kernel-compat."""
+    return is_vm_path(request.url.path) and request.app.state.service.config.kernel_compat
 
 
 def _field_name(loc: tuple) -> str:
@@ -106,28 +126,28 @@ def validation_details(errors: list[dict]) -> list[ErrorDetail]:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return _json_error(request, exc.status, exc.code, exc.message, exc.details, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         details = validation_details(list(exc.errors()))
         summary = "; ".join(d.message for d in details)
-        return _json_error(400, "bad_request", f"invalid request: {summary}", details)
+        return _json_error(request, 400, "bad_request", f"invalid request: {summary}", details)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
-            return _json_error(404, "not_found", f"no route for {request.method} {request.url.path}")
+            return _json_error(request, 404, "not_found", f"no route for {request.method} {request.url.path}")
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
         headers = exc.headers
         if exc.status_code == 405:
             headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
-        return _json_error(exc.status_code, "invalid_request", message, headers=headers)
+        return _json_error(request, exc.status_code, "invalid_request", message, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _json_error(500, "internal_error", f"internal error: {type(exc).__name__}")
+        return _json_error(request, 500, "internal_error", f"internal error: {type(exc).__name__}")
 
     # WebSocket validation errors close the socket; the route validates its own input instead.
     _ = WebSocketRequestValidationError

@@ -1,4 +1,6 @@
-"""The browser area: screenshots, replays (start, stop, list, download) and the replay viewer.
+"""The browser area: each session's Chromium, replays (start, stop, list, download) and the replay viewer.
+
+Screenshots are `routes.screenshot` (served by the session's VM endpoint too; replays are not).
 
 `install` gives every new session its own Chromium (`browsers.BrowserManager`) and makes the
 session's teardown stop its recording before closing its browser. Replays outlive their session
@@ -13,13 +15,13 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from bbrowse.service.browsers import BrowserManager
-from bbrowse.service.errors import ServiceError, bad_request, not_found
+from bbrowse.service.errors import ServiceError, not_found
 from bbrowse.service.openapi import errors
 from bbrowse.service.recorder import ReplayManager, ReplayRecord, ReplayState
 from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH, ReplayTokens, viewer_page
 from bbrowse.service.sessions import Session
 from bbrowse.service.state import ServiceState, service_state
-from bbrowse.wire import Replay, ReplayStartRequest, ScreenshotRequest
+from bbrowse.wire import Replay, ReplayStartRequest
 
 #: Every documented route addresses a session: 404 when unknown.
 router = APIRouter(tags=["browser"], responses=errors(404))
@@ -59,31 +61,6 @@ def _any(id_or_name: str, request: Request) -> Session:
 
 ActiveSession = Annotated[Session, Depends(_active)]
 AnySession = Annotated[Session, Depends(_any)]
-
-
-# screenshot -------------------------------------------------------------------
-
-
-@router.post(
-    "/browsers/{id_or_name}/computer/screenshot",
-    response_class=Response,
-    responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"},
-               **errors(400, 410, 502, 503)},
-)
-async def capture_screenshot(session: ActiveSession, state: State, body: ScreenshotRequest | None = None) -> Response:
-    region = body.region if body else None
-    clip = None
-    if region is not None:
-        viewport = session.viewport
-        if region.x + region.width > viewport.width or region.y + region.height > viewport.height:
-            raise bad_request(
-                f"x={region.x}, y={region.y}, width={region.width}, height={region.height} reaches outside "
-                f"the {viewport.width}x{viewport.height} viewport",
-                field="region",
-            )
-        clip = region.model_dump()
-    png = await state.parts[BROWSERS].browser(session).screenshot(clip)
-    return Response(content=png, media_type="image/png")
 
 
 # replays ----------------------------------------------------------------------

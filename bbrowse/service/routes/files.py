@@ -16,10 +16,11 @@ from bbrowse.service import files
 from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
 from bbrowse.service.state import active_session
+from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import FileInfo
 
 #: Unknown or ended session (404/410), missing file (404), unreadable (403), wrong kind or bad path (400).
-router = APIRouter(tags=["fs"], responses=errors(400, 403, 404, 410))
+router = vm_served(APIRouter(tags=["fs"], responses=errors(400, 403, 404, 410)))
 
 #: Required; the pattern is documented, and checked by `files.require_absolute` for a message that says why.
 PathQuery = Annotated[

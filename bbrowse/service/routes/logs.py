@@ -20,9 +20,10 @@ from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import active_session, service_state
+from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import LogSource
 
-router = APIRouter(tags=["logs"], responses=errors(404, 410))
+router = vm_served(APIRouter(tags=["logs"], responses=errors(404, 410)))
 
 #: Upper bound of the `tail` extension (it is streamed, but a bound keeps a typo from scanning forever).
 TAIL_MAX = 1_000_000

@@ -24,6 +24,7 @@ from bbrowse.service.processes import ManagedProcess, ProcessManager, StdinClose
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import ServiceState, service_state
+from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import (
     AttachExit,
     AttachResize,
@@ -45,7 +46,7 @@ PREFIX = "/browsers/{id_or_name}/process"
 PART = "processes"
 
 #: Every route addresses a session (404 unknown, 410 ended) and most a process of it (404).
-router = APIRouter(tags=["processes"], responses=errors(404, 410))
+router = vm_served(APIRouter(tags=["processes"], responses=errors(404, 410)))
 
 #: How long a second attach waits for the first to finish closing before it is refused with 409.
 ATTACH_HANDOVER_SECONDS = 1.0

@@ -1,0 +1,48 @@
+"""`/browsers/{id_or_name}/computer/screenshot`: a PNG of the session's browser viewport, or of a region of it.
+
+Served by the session's VM endpoint too (`/vm/{id}/computer/screenshot`), as Kernel's cloud serves it.
+The browser itself belongs to `routes.browser` (its `install` gives every session a Chromium).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+
+from bbrowse.service.errors import bad_request
+from bbrowse.service.openapi import errors
+from bbrowse.service.routes.browser import BROWSERS
+from bbrowse.service.sessions import Session
+from bbrowse.service.state import ServiceState, active_session, service_state
+from bbrowse.service.vm_endpoint import vm_served
+from bbrowse.wire import ScreenshotRequest
+
+#: Every documented route addresses a session: 404 when unknown.
+router = vm_served(APIRouter(tags=["browser"], responses=errors(404)))
+
+
+@router.post(
+    "/browsers/{id_or_name}/computer/screenshot",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"},
+               **errors(400, 410, 502, 503)},
+)
+async def capture_screenshot(
+    session: Annotated[Session, Depends(active_session)],
+    state: Annotated[ServiceState, Depends(service_state)],
+    body: ScreenshotRequest | None = None,
+) -> Response:
+    region = body.region if body else None
+    clip = None
+    if region is not None:
+        viewport = session.viewport
+        if region.x + region.width > viewport.width or region.y + region.height > viewport.height:
+            raise bad_request(
+                f"x={region.x}, y={region.y}, width={region.width}, height={region.height} reaches outside "
+                f"the {viewport.width}x{viewport.height} viewport",
+                field="region",
+            )
+        clip = region.model_dump()
+    png = await state.parts[BROWSERS].browser(session).screenshot(clip)
+    return Response(content=png, media_type="image/png")
