@@ -9,6 +9,7 @@ import click
 from bbrowse import __version__
 from bbrowse.commands import COMMANDS
 from bbrowse.commands.output import EXIT_FAILURE, EXIT_USAGE, print_error
+from bbrowse.limits import RetentionLimits, parse_duration, parse_size
 
 
 class CommandGroup(click.Group):
@@ -31,6 +32,14 @@ class CommandGroup(click.Group):
         except click.Abort:
             sys.exit(EXIT_FAILURE)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _limit(parse, value: str):
+    """A `serve` retention flag read with `parse`; a usage error naming the value when it does not read."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.group(cls=CommandGroup, invoke_without_command=True,
@@ -79,8 +88,15 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Also print the service log to stderr.")
 @click.option("--kernel-compat", is_flag=True, envvar="BBROWSE_KERNEL_COMPAT",
               help="Behave as Kernel's cloud VM does (PTY output only over attach, stricter errors); see the README.")
+@click.option("--keep-for", "keep_for", default="7d", show_default=True, envvar="BBROWSE_KEEP_FOR",
+              callback=lambda ctx, param, value: _limit(parse_duration, value),
+              help="Remove ended sessions' logs, records and replays this long after they end (e.g. 7d, 12h).")
+@click.option("--max-state-size", default="2G", show_default=True, envvar="BBROWSE_MAX_STATE_SIZE",
+              callback=lambda ctx, param, value: _limit(parse_size, value),
+              help="Past this size, remove ended sessions' files early, oldest first (e.g. 2G, 500M).")
 @click.option("--stop", is_flag=True, help="Stop the running local service (e.g. the one commands started) and exit.")
-def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, kernel_compat, stop) -> None:
+def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, kernel_compat, keep_for,
+                  max_state_size, stop) -> None:
     """Serve the Browser Instance Control Service locally.
 
     \b
@@ -102,6 +118,7 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
 
     serve(host=host, port=port, token=token, chromium_path=chromium_path,
           ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, verbose=verbose, kernel_compat=kernel_compat,
+          retention=RetentionLimits(keep_seconds=keep_for, max_bytes=max_state_size),
           announce=lambda line: click.echo(line, err=line.startswith("warning")))
 
 

@@ -1,7 +1,8 @@
 """Finding or starting the embedded `bbrowse serve` for the app and the CLI.
 
 The app never imports the service: it reads the discovery file a running service writes
-(`serve.json`, 0600: url, pid, token) and reuses that service when it answers, or starts
+(`serve.json`, 0600: url, pid, token; see `bbrowse.discovery`, which also says what a file of an
+unknown format version does) and reuses that service when it answers, or starts
 `python -m bbrowse serve` as a child process on 127.0.0.1 with a random port and token and stops it
 again on exit. The child is tied to its parent (PR_SET_PDEATHSIG) so it cannot outlive a crash.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import secrets
 import signal
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from bbrowse import discovery
 from bbrowse.paths import serve_file, state_dir
 
 READY_TIMEOUT_SECONDS = 20.0
@@ -76,14 +77,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def read_discovery(path: Path | None = None) -> dict | None:
-    path = path or serve_file()
-    try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or not {"url", "token", "pid"} <= info.keys():
-        return None
-    return info
+    """The running service's discovery record; None when absent, damaged or of a format version unknown here."""
+    return discovery.read_discovery(path or serve_file())
 
 
 def find_running() -> EmbeddedService | None:

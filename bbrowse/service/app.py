@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse import __version__
+from bbrowse.service import retention
 from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
@@ -52,6 +53,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         install = getattr(area, "install", None)
         if install is not None:
             install(state)
+    retention.install(state)  # after the areas: it leaves their replays alone while in use
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bbrowse.limits import RetentionLimits
+
 
 @dataclass
 class ServiceConfig:
@@ -22,6 +24,8 @@ class ServiceConfig:
     #: over attach, read only while attached, one attach, 10 s retention, -1 after a signal, `{"message"}`
     #: errors under `/vm/`, no supervisor log source). The README lists the differences point by point.
     kernel_compat: bool = False
+    #: How long ended sessions' files are kept, how large the state dir may grow (`--keep-for`, `--max-state-size`).
+    retention: RetentionLimits = field(default_factory=RetentionLimits)
     extra: dict = field(default_factory=dict)
 
     @property

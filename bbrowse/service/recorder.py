@@ -13,8 +13,10 @@ ending and Chromium dying all stop a recording the same way, keeping what was re
 
 Replays outlive their session: files live under `<state dir>/replays/<session id>/`, not in the
 session's work dir (removed on delete), and the replay list, downloads and the viewer keep working
-for a deleted session (addressed by its id, as `GET /browsers/{id}?include_deleted=true` does) for as
-long as the service runs. Files stay on disk after the service stops; nothing deletes them.
+for a deleted session (addressed by its id, as `GET /browsers/{id}?include_deleted=true` does) until
+retention (`retention.py`) removes the ended session's files with its replays, by age and by the state
+directory's size. A replay is never removed while it records or finalises, while the service has its
+file open (a download), or within IN_USE_GRACE_SECONDS of being looked up (a download about to open it).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +56,8 @@ FINALISE_TIMEOUT_SECONDS = 120.0
 #: Most frames written in one go when the clock ran ahead of ffmpeg (two seconds' worth).
 MAX_CATCH_UP_SECONDS = 2
 JPEG_QUALITY = 80
+#: A replay looked up (listed, downloaded, viewed) this recently counts as in use for retention.
+IN_USE_GRACE_SECONDS = 300.0
 FFMPEG_INSTALL_HINT = "install ffmpeg (e.g. `sudo apt-get install ffmpeg`)"
 
 
@@ -290,21 +295,44 @@ class ReplayManager:
         self.ffmpeg = shutil.which("ffmpeg")
         self._replays: dict[str, dict[str, ReplayRecord]] = {}
         self._active: dict[str, Recording] = {}
+        #: When each session's replays were last looked up (time.monotonic), for `in_use`.
+        self._looked_up: dict[str, float] = {}
 
     def list(self, session: Session) -> list[ReplayRecord]:
+        self._looked_up[session.session_id] = time.monotonic()
         return sorted(self._replays.get(session.session_id, {}).values(), key=lambda r: r.started_at)
 
     def get(self, session: Session, replay_id: str) -> ReplayRecord:
         record = self._replays.get(session.session_id, {}).get(replay_id)
         if record is None:
             raise not_found(f"replay {replay_id!r} not found in browser session {session.session_id}")
+        self._looked_up[session.session_id] = time.monotonic()
         return record
 
     def find(self, replay_id: str) -> ReplayRecord | None:
-        for replays in self._replays.values():
+        for session_id, replays in self._replays.items():
             if replay_id in replays:
+                self._looked_up[session_id] = time.monotonic()
                 return replays[replay_id]
         return None
+
+    def in_use(self, session_id: str) -> bool:
+        """Whether retention must leave this session's replays alone now: recording, finalising or just looked up.
+
+        Safe to call from retention's worker thread (it only reads).
+        """
+        if session_id in self._active:
+            return True
+        looked_up = self._looked_up.get(session_id)
+        if looked_up is not None and time.monotonic() - looked_up < IN_USE_GRACE_SECONDS:
+            return True
+        replays = self._replays.get(session_id, {})
+        return any(r.state in (ReplayState.RECORDING, ReplayState.FINALISING) for r in list(replays.values()))
+
+    def forget_session(self, session_id: str) -> None:
+        """Retention removed the session's replay files: drop what memory still holds of them."""
+        self._replays.pop(session_id, None)
+        self._looked_up.pop(session_id, None)
 
     async def start(self, session: Session, request: ReplayStartRequest) -> ReplayRecord:
         browser = self.browsers.browser(session)

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import uvicorn
 
-from bbrowse.paths import serve_file, state_dir, write_private
+from bbrowse.discovery import unknown_version_note, write_discovery
+from bbrowse.limits import RetentionLimits
+from bbrowse.paths import serve_file, state_dir
 from bbrowse.service.app import create_app
 from bbrowse.service.config import ServiceConfig
 
@@ -85,6 +87,7 @@ def serve(
     ssl_keyfile: str | None = None,
     verbose: bool = False,
     kernel_compat: bool = False,
+    retention: RetentionLimits | None = None,
     announce=print,
 ) -> None:
     root = state_dir()
@@ -99,7 +102,7 @@ def serve(
     config = ServiceConfig(
         token=token, state_dir=root / "service", host=host, port=bound_port,
         chromium_path=chromium_path, public_url=url, replay_link_seconds=replay_link_seconds(),
-        kernel_compat=kernel_compat,
+        kernel_compat=kernel_compat, retention=retention or RetentionLimits(),
     )
     setup_logging(config.service_log, verbose)
     if not is_loopback(host) and not ssl_certfile:
@@ -108,7 +111,10 @@ def serve(
             "Use --ssl-certfile/--ssl-keyfile or an SSH tunnel.",
         )
     discovery = serve_file()
-    write_private(discovery, json.dumps({"url": url, "pid": os.getpid(), "token": token}))
+    if note := unknown_version_note(discovery):
+        logging.getLogger("bbrowse.service").warning("%s", note)
+    write_discovery(discovery, url=url, pid=os.getpid(), token=token, state_dir=config.state_dir,
+                    retention=config.retention)
     announce(f"bbrowse serve listening on {url}" + (" (--kernel-compat: behaving as Kernel's VM)" if kernel_compat
                                                       else ""))
     if generated:

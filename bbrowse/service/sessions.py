@@ -10,6 +10,11 @@ service that stops normally ends every session first; one that was killed (SIGKI
 a power cut) finds the records of the sessions it had when it starts again, and `restore` brings them
 back under the same id and name with a new browser, so clients and the app's panes carry on. What
 lived only in memory is gone: processes (a killed service's children end with it) and recordings.
+A record carries a format `version`; one of a version this bbrowse does not read (written by a newer
+release, say) is skipped with one line in the service log and left on disk as it is, never a crash.
+
+An ended session stays known (410, listed as deleted) until retention (`retention.py`) removes its
+files and `forget`s it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ REAP_INTERVAL_SECONDS = 1.0
 
 #: The file in a session's directory that lets a restarted service bring the session back.
 RECORD_FILE = "session.json"
+#: The record format this bbrowse writes, and the ones it reads (a record without `version` is 1).
+RECORD_VERSION = 1
+READABLE_RECORD_VERSIONS = (1,)
 
 
 def new_session_id() -> str:
@@ -106,6 +114,7 @@ class Session:
     def save_record(self) -> None:
         """Write the record atomically (a crash mid-write leaves the old one, never half a file)."""
         record = {
+            "version": RECORD_VERSION,
             "session_id": self.session_id,
             "request": self.request.model_dump(mode="json", exclude_none=True),
             "created_at": self.created_at.isoformat(),
@@ -138,6 +147,25 @@ class Session:
 
 SessionHook = Callable[[Session], Awaitable[None]]
 RequestValidator = Callable[[BrowserCreateRequest], None]
+
+
+class UnknownRecordVersionError(ValueError):
+    """A session record in a format this bbrowse does not read; left alone, never rewritten or removed."""
+
+
+def load_record(path: Path) -> Session:
+    """The session a record describes; `UnknownRecordVersionError`, or OSError/ValueError/KeyError/TypeError."""
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict):
+        raise TypeError("not a JSON object")
+    version = record.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in READABLE_RECORD_VERSIONS:
+        readable = ", ".join(map(str, READABLE_RECORD_VERSIONS))
+        raise UnknownRecordVersionError(
+            f"session record {path} has format version {version!r}, which this bbrowse does not read "
+            f"(it reads {readable})"
+        )
+    return _session_from_record(record, path.parent)
 
 
 def _session_from_record(record: dict, base: Path) -> Session:
@@ -260,7 +288,10 @@ class SessionManager:
         found: list[Session] = []
         for record in sorted(self.root.glob(f"*/{RECORD_FILE}")):
             try:
-                session = _session_from_record(json.loads(record.read_text()), record.parent)
+                session = load_record(record)
+            except UnknownRecordVersionError as exc:
+                log.warning("%s; skipped and left on disk as it is", exc)
+                continue
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 log.warning("session record %s is unreadable, skipped: %s", record, exc)
                 continue
@@ -288,6 +319,21 @@ class SessionManager:
             return False
         log.info("session %s restored after the service restarted (name=%s)", session.session_id, session.name)
         return True
+
+    def forget(self, session_id: str) -> bool:
+        """Drop an ended session from memory once its files are gone (then 404 instead of 410); False if active."""
+        session = self._sessions.get(session_id)
+        if session is None or session.active:
+            return False
+        del self._sessions[session_id]
+        return True
+
+    def active_ids(self) -> set[str]:
+        return {sid for sid, s in self._sessions.items() if s.active}
+
+    def is_active(self, session_id: str) -> bool:
+        session = self._sessions.get(session_id)
+        return session is not None and session.active
 
     async def delete_all(self) -> None:
         for session in list(self._sessions.values()):
