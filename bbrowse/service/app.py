@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse import __version__
-from bbrowse.service import retention
+from bbrowse.service import cdp_proxy, retention
 from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
@@ -41,7 +41,7 @@ access_log = logging.getLogger("bbrowse.access")
 #: as written, and under each session's VM endpoint `/vm/{id_or_name}/`, authenticated there by the
 #: session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes) only needs its module listed
 #: here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else to do for the `/vm` copy.
-AREAS = (sessions, processes, files, logs, screenshot, browser)
+AREAS = (sessions, processes, files, logs, screenshot, browser, cdp_proxy)
 
 
 def create_app(config: ServiceConfig) -> FastAPI:

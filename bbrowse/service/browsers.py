@@ -1,23 +1,25 @@
 """One Chromium per session: launch, supervise, relaunch after a crash, close.
 
 Creating a session launches its own Chromium (its own profile directory next to the session's work
-dir, a DevTools port picked by Chromium on 127.0.0.1) and keeps one CDP connection to it open, so a
-screenshot costs one `Page.captureScreenshot` round trip. The browser's real DevTools WebSocket URL
-becomes the session's `cdp_ws_url`, which Playwright's `connect_over_cdp` can use.
+dir) with `--remote-debugging-pipe`: it listens on no TCP port, and the service holds the only door
+to it, a `cdp.CDPHub` on the pipe. The service's own CDP client is one client of that hub and keeps
+its page session open, so a screenshot costs one `Page.captureScreenshot` round trip; the session's
+`cdp_ws_url` is served by `cdp_proxy`, whose WebSocket clients (Playwright's `connect_over_cdp`)
+are further clients of the same hub.
 
 Chromium's stdout and stderr are piped through the service into the session's supervised log
-`chromium`: the pipe is how the service learns the DevTools URL (the "DevTools listening on" line,
-written together with `DevToolsActivePort`) without polling. Chromium runs in its own process group,
-stopped as a whole, and gets a parent-death signal so a killed service leaves no browser behind.
+`chromium`. Chromium runs in its own process group, stopped as a whole, and gets a parent-death
+signal so a killed service leaves no browser behind.
 
-Supervision: when Chromium dies, the reason (exit code or signal) is logged; the next request that
-needs the browser answers 503 `browser_unavailable` with that reason and starts a new Chromium in
-the background (logged too), so the request after it works again. No restart happens on its own,
-so a Chromium that crashes at once cannot loop.
+Supervision: when Chromium dies, the reason (exit code or signal) is logged and the pipe's clients
+are told (the proxy closes their WebSockets); the next request that needs the browser answers 503
+`browser_unavailable` with that reason and starts a new Chromium in the background (logged too), so
+the request after it works again. No restart happens on its own, so a Chromium that crashes at once
+cannot loop.
 
-Without a Chromium binary the session still works (processes, files, logs); `cdp_ws_url` is "" and
-browser requests answer 503 saying how to install one. Headful sessions (`headless: false`) run
-under their own Xvfb display; without Xvfb they are refused with 400.
+Without a Chromium binary the session still works (processes, files, logs); browser requests answer
+503 saying how to install one. Headful sessions (`headless: false`) run under their own Xvfb
+display; without Xvfb they are refused with 400.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import base64
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 import time
@@ -36,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError
+from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError, CDPHub, PipeEnds
 from bbrowse.service.errors import ServiceError, bad_request, browser_unavailable
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sessions import Session
@@ -49,16 +50,13 @@ INSTALL_HINT = (
     "install Chromium (e.g. `sudo apt-get install chromium`, or Google Chrome) "
     "or point `bbrowse serve --chromium PATH` (BBROWSE_CHROMIUM) at one"
 )
-#: Bound on Chromium printing its DevTools URL after launch (it takes ~0.5 s).
+#: Bound on Chromium answering its first command on the pipe after launch (it takes ~0.3 s).
 LAUNCH_TIMEOUT_SECONDS = 20.0
 #: How long a create waits for `start_url` to load before answering anyway (slow or unreachable sites).
 START_URL_LOAD_WAIT_SECONDS = 1.0
 
 #: Extra screen room under Xvfb, so a window whose viewport is the requested size fits on it.
 XVFB_MARGIN = 256
-
-_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
-
 
 def find_chromium(configured: str | None) -> str | None:
     """The Chromium binary to use: the configured one if it exists, else the first known name on PATH."""
@@ -193,6 +191,8 @@ class ChromiumBrowser:
         self.profile_dir = session.workdir.parent / "chromium-profile"
         self.log = SupervisorLog(session.supervisor_log("chromium"))
         self.process: asyncio.subprocess.Process | None = None
+        #: The DevTools pipe of the running Chromium, shared by the service and the CDP proxy's clients.
+        self.hub: CDPHub | None = None
         self.cdp: CDPConnection | None = None
         self.page: PageTarget | None = None
         self.xvfb: Xvfb | None = None
@@ -235,6 +235,12 @@ class ChromiumBrowser:
             except (CDPError, TimeoutError) as exc:
                 raise browser_unavailable(f"Chromium has no usable page: {exc!r}", status=502) from None
         raise await self._unavailable()
+
+    async def devtools(self) -> CDPHub:
+        """The live DevTools pipe (for the CDP proxy), or 503 `browser_unavailable` as `ready` says."""
+        await self.ready()
+        assert self.hub is not None
+        return self.hub
 
     async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
         """Send a command to the page; a crash mid-call becomes 503 with the exit reason."""
@@ -297,6 +303,7 @@ class ChromiumBrowser:
     def _healthy(self) -> bool:
         return (
             self.process is not None and self.process.returncode is None
+            and self.hub is not None and not self.hub.closed
             and self.cdp is not None and not self.cdp.closed
         )
 
@@ -318,7 +325,7 @@ class ChromiumBrowser:
             self.log.note(f"Chromium failed to start: {exc.message}")
             await self._stop_processes()
             raise
-        except (OSError, CDPError, CDPClosedError, TimeoutError) as exc:
+        except (OSError, ValueError, CDPError, CDPClosedError, TimeoutError) as exc:
             self.failure = f"Chromium failed to start: {exc}"
             self.log.note(self.failure)
             await self._stop_processes()
@@ -336,23 +343,39 @@ class ChromiumBrowser:
             env["DISPLAY"] = await self._ensure_display()
         args = chromium_args(self.session, self.profile_dir)
         self.log.note(f"launching {self.binary} {' '.join(args)}")
-        self.process = await asyncio.create_subprocess_exec(
-            self.binary, *args,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True, env=env, preexec_fn=die_with_service,
-        )
-        devtools: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._spawn_task(self._pump_output(self.process, devtools))
-        self._spawn_task(self._watch(self.process))
+        ends = PipeEnds()
+
+        def child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+            die_with_service()
+            ends.child_setup()
+
         try:
-            ws_url = await asyncio.wait_for(asyncio.shield(devtools), LAUNCH_TIMEOUT_SECONDS)
+            self.process = await asyncio.create_subprocess_exec(
+                self.binary, *args,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True, env=env, pass_fds=PipeEnds.CHILD_FDS, preexec_fn=child_setup,
+            )
+        except BaseException:
+            ends.close()
+            raise
+        ends.close_child_ends()
+        try:
+            self.hub = await CDPHub.connect(ends, f"chromium of {self.session.session_id}")
+        except BaseException:
+            ends.close()
+            raise
+        self._spawn_task(self._pump_output(self.process))
+        self._spawn_task(self._watch(self.process, self.hub))
+        try:
+            await self.hub.call("Browser.getVersion", timeout=LAUNCH_TIMEOUT_SECONDS)
         except TimeoutError:
             raise browser_unavailable(
-                f"Chromium printed no DevTools URL within {LAUNCH_TIMEOUT_SECONDS:.0f}s"
+                f"Chromium did not answer on its DevTools pipe within {LAUNCH_TIMEOUT_SECONDS:.0f}s"
             ) from None
-        self.cdp = await CDPConnection.open(ws_url)
+        except CDPClosedError:
+            raise browser_unavailable(f"Chromium {await self._exit_during_startup()} during startup") from None
+        self.cdp = await CDPConnection.open(self.hub)
         self.cdp.on("Target.detachedFromTarget", self._on_detached)
-        self.session.cdp_ws_url = ws_url
         self.page = None
         await self._fit_viewport(await self._page_target())
         if self.session.request.start_url:
@@ -370,31 +393,33 @@ class ChromiumBrowser:
             self.log.note(f"Xvfb running on display {display}")
         return self.xvfb.display
 
-    async def _pump_output(self, process: asyncio.subprocess.Process, devtools: asyncio.Future[str]) -> None:
-        """Copy Chromium's output into its log; resolve `devtools` from the "DevTools listening on" line."""
+    async def _pump_output(self, process: asyncio.subprocess.Process) -> None:
+        """Copy Chromium's output (stdout and stderr) into its log, line by line."""
         assert process.stdout is not None
         while True:
             line = await process.stdout.readline()
             if not line:
                 break
             self.log.write(line)
-            if not devtools.done():
-                match = _DEVTOOLS_LINE.search(line)
-                if match:
-                    devtools.set_result(match.group(1).decode())
-        if not devtools.done():
-            code = await process.wait()
-            devtools.set_exception(browser_unavailable(f"Chromium {describe_exit(code)} during startup"))
 
-    async def _watch(self, process: asyncio.subprocess.Process) -> None:
+    async def _exit_during_startup(self) -> str:
+        """How a Chromium whose pipe ended during startup went (it may take a moment to be reaped)."""
+        process = self.process
+        if process is None:
+            return "stopped"
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 5.0)
+        return describe_exit(process.returncode) if process.returncode is not None else "closed its DevTools pipe"
+
+    async def _watch(self, process: asyncio.subprocess.Process, hub: CDPHub) -> None:
         code = await process.wait()
+        # Its pipe may be held open by a straggling child: the browser is gone, so are its clients.
+        hub.close(f"Chromium {describe_exit(code)}")
         if self._closing or process is not self.process:
             return
         self.failure = f"Chromium {describe_exit(code)}"
         self.log.note(f"{self.failure} (pid {process.pid}); the next request will start a new one")
         log.warning("session %s: %s", self.session.session_id, self.failure)
-        if self.cdp is not None:
-            await self.cdp.close()
 
     async def _reason_after_disconnect(self) -> str:
         """Why the browser is unusable; after a dropped socket, wait briefly for the exit to be reaped."""
@@ -404,7 +429,7 @@ class ChromiumBrowser:
                 await asyncio.wait_for(process.wait(), 2.0)
             if process.returncode is not None:
                 return f"Chromium {describe_exit(process.returncode)}"
-            return "Chromium closed its DevTools connection"
+            return "Chromium closed its DevTools pipe"
         return self.failure or "Chromium is not running"
 
     async def _page_target(self) -> PageTarget:
@@ -493,6 +518,9 @@ class ChromiumBrowser:
             with contextlib.suppress(Exception):
                 await self.cdp.close()
             self.cdp = None
+        if self.hub is not None:
+            self.hub.close("the browser was stopped")
+            self.hub = None
         self.page = None
         if self.process is not None:
             # Forget it first so its watcher knows this exit was asked for, not a crash.
@@ -512,7 +540,8 @@ def chromium_args(session: Session, profile_dir: Path) -> list[str]:
     viewport = session.viewport
     args = [
         f"--user-data-dir={profile_dir}",
-        "--remote-debugging-port=0",
+        # DevTools on fds 3 and 4 only (see cdp.PipeEnds): no TCP port anyone else could connect to.
+        "--remote-debugging-pipe",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
