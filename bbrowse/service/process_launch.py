@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bbrowse.service.errors import bad_request, forbidden
-from bbrowse.service.lifetime import die_with_service
+from bbrowse.service.lifetime import die_with_service, watch_child
 from bbrowse.wire import ExecRequest
 
 #: `TERM` a PTY-backed process gets unless its request's `env` sets one.
@@ -164,9 +164,9 @@ def set_winsize(master: int, rows: int, cols: int) -> None:
 def _take_controlling_tty() -> None:  # pragma: no cover - runs in the child between fork and exec
     # start_new_session already made the child a session leader; fd 0 is the PTY slave.
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    # A PTY child is forked anyway (this preexec_fn), so it also gets the parent-death signal for free; pipe
-    # children keep the vfork path (~1.4 ms a spawn instead of ~8 ms at 150 MB of service RSS) and rely on
-    # EOF/SIGPIPE on their stdio when a killed service leaves them behind.
+    # A PTY child is forked anyway (this preexec_fn), so it also gets the parent-death signal for free. Pipe
+    # children keep the vfork path (~1.4 ms a spawn instead of ~8 ms at 150 MB of service RSS); the guardian
+    # (`lifetime.watch_child`, for every child) ends both kinds, and their sessions, when the service dies.
     die_with_service()
 
 
@@ -199,6 +199,7 @@ def launch(
             child_fds += [in_r, out_w, err_w]
             stdio = {"stdin": in_r, "stdout": out_w, "stderr": err_w}
         popen = _popen(argv, request, cwd, env, stdio, tty, user_kwargs)
+        watch_child(popen.pid)
     except BaseException:
         for fd in parent_fds:
             os.close(fd)

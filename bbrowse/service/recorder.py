@@ -41,6 +41,7 @@ from typing import Any
 from bbrowse.service.browsers import BrowserManager, ChromiumBrowser, SupervisorLog, append_fd
 from bbrowse.service.cdp import CDPClosedError, CDPError
 from bbrowse.service.errors import ServiceError, browser_unavailable, conflict, not_found
+from bbrowse.service.lifetime import watch_child
 from bbrowse.service.sessions import Session
 from bbrowse.wire import ReplayStartRequest
 
@@ -154,6 +155,7 @@ class Recording:
             self.process = await asyncio.create_subprocess_exec(
                 self.ffmpeg, *args, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=out, start_new_session=True,
             )
+            watch_child(self.process.pid)  # ends with the service even if that dies mid-recording
         finally:
             os.close(out)
         # The first frame comes from a screenshot: a still page may send no screencast frame at all.

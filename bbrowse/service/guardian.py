@@ -1,0 +1,157 @@
+"""The guardian: a tiny process that ends every child of the service when the service dies, however it dies.
+
+Run by `lifetime.Guardian` as `python -I -S guardian.py` (standard library only, nothing of bbrowse:
+it starts in milliseconds and holds a few MiB). Its stdin is a pipe whose only writer is the service:
+the service writes the process id of each child it starts, one per line, right after starting it
+(a `write` of a few bytes: the spawn itself stays on CPython's vfork path). Each child leads its own
+session (`start_new_session`), so its id is also the id of its session and of everything it starts
+that does not leave the session (shells' job-control groups, `nohup`, `&` included).
+
+When the pipe reaches end-of-file the service is gone (exit, crash, SIGKILL, the OOM killer: the
+kernel closes a dead process's descriptors), and the guardian SIGKILLs every process still in one of
+those sessions, found by a scan of `/proc`, then exits. A stop the service meant does the same after
+its own cleanup, which leaves nothing to find.
+
+Process ids are reused (pid_max is 32768 on many machines), so a session id is only kept while it can
+still be ours: the guardian holds a pidfd of each leader (`pidfd_open`, Linux 5.3), learns of its exit
+from epoll, and forgets the session at the next prune (every PRUNE_SECONDS) once no process is left in
+it. An id cannot be handed out again while any process still uses it as its session id.
+
+Not covered: a process that leaves its session (`setsid`, a daemon double fork) is on its own, as it is
+under any supervisor that does not use cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+#: How often sessions whose leader has exited are checked for being empty (a /proc scan).
+PRUNE_SECONDS = 30.0
+#: Kill rounds at the end: a process forking while its session is being killed is caught by the next round.
+KILL_ROUNDS = 5
+
+
+def session_ids() -> dict[int, int]:
+    """pid -> session id of every process this user can see (from /proc/<pid>/stat)."""
+    found: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # comm (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        with contextlib.suppress(IndexError, ValueError):
+            found[int(name)] = int(fields[3])  # state ppid pgrp session
+    return found
+
+
+class Guardian:
+    def __init__(self, service_pid: int) -> None:
+        self.service_pid = service_pid
+        #: Session ids of the service's children; value: the leader's pidfd while it runs, else None.
+        self.sessions: dict[int, int | None] = {}
+        self.by_pidfd: dict[int, int] = {}
+        self.poller = select.epoll()
+        self.leaders_gone = False
+
+    def register(self, pid: int) -> None:
+        if pid <= 1 or pid in self.sessions:
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # already gone (and reaped), or out of descriptors: prune decides by /proc
+            self.sessions[pid] = None
+            self.leaders_gone = True
+            return
+        self.sessions[pid] = pidfd
+        self.by_pidfd[pidfd] = pid
+        self.poller.register(pidfd, select.EPOLLIN)
+
+    def leader_exited(self, pidfd: int) -> None:
+        pid = self.by_pidfd.pop(pidfd, None)
+        with contextlib.suppress(OSError):
+            self.poller.unregister(pidfd)
+        os.close(pidfd)
+        if pid is not None:
+            self.sessions[pid] = None
+            self.leaders_gone = True
+
+    def prune(self) -> None:
+        """Forget sessions whose leader exited and in which no process is left."""
+        if not self.leaders_gone:
+            return
+        in_use = set(session_ids().values())
+        for sid, pidfd in list(self.sessions.items()):
+            if pidfd is None and sid not in in_use:
+                del self.sessions[sid]
+        self.leaders_gone = False
+
+    def end_all(self) -> tuple[int, int]:
+        """SIGKILL every process of every session; (processes killed, sessions they were in)."""
+        killed: set[int] = set()
+        hit: set[int] = set()
+        for _ in range(KILL_ROUNDS):
+            members = {pid: sid for pid, sid in session_ids().items() if sid in self.sessions}
+            members.pop(os.getpid(), None)
+            if not members:
+                break
+            for pid, sid in members.items():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                    hit.add(sid)
+            time.sleep(0.01)
+        return len(killed), len(hit)
+
+    def run(self, source: int) -> None:
+        self.poller.register(source, select.EPOLLIN)
+        pending = b""
+        next_prune = time.monotonic() + PRUNE_SECONDS
+        while True:
+            try:
+                events = self.poller.poll(max(0.0, next_prune - time.monotonic()))
+            except InterruptedError:
+                continue
+            for fd, _ in events:
+                if fd != source:
+                    self.leader_exited(fd)
+                    continue
+                data = os.read(source, 65536)
+                if not data:
+                    killed, hit = self.end_all()
+                    if killed:
+                        print(f"bbrowse guardian: the service (pid {self.service_pid}) is gone; ended {killed} "
+                              f"process(es) it had started, in {hit} session(s)", file=sys.stderr, flush=True)
+                    return
+                lines = (pending + data).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    with contextlib.suppress(ValueError):
+                        self.register(int(line))
+            if time.monotonic() >= next_prune:
+                self.prune()
+                next_prune = time.monotonic() + PRUNE_SECONDS
+
+
+def main() -> None:
+    # Terminal signals are not for us (we are in our own session anyway); only end-of-file ends the guardian.
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # one pidfd per running child
+    Guardian(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()).run(0)
+
+
+if __name__ == "__main__":
+    main()
