@@ -3,7 +3,8 @@
 The tree starts at the session's working directory (learnt once by running `pwd` in the session:
 the Browser object does not carry it); `~` goes back there, `/` to the root, `g` to a typed path
 (a file's parent is shown and the file opened). Enter on a file opens it in the viewer; `s` saves the
-viewed (else the highlighted) file locally, streamed to disk with a progress bar.
+viewed (else the highlighted) file locally: a dialog proposes the download directory, then the file is
+streamed to disk with a progress bar.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from textual.widgets import Input, ProgressBar, Static, Tree
 
 from bbrowse.client import ClientError
 from bbrowse.tui.format import absolute_time, human_bytes
+from bbrowse.tui.saving import commit, partial_path
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileLines, FileViewer
 from bbrowse.wire import FileInfo
@@ -30,23 +33,6 @@ from bbrowse.wire import FileInfo
 HINT = "enter open · g go to · ~ work dir · / root · s save · x hex · m more · r reload"
 #: Seconds the finished progress bar stays up, so the user sees where the file went.
 SAVED_BAR_SECONDS = 6.0
-
-
-def download_dir() -> Path:
-    """~/Downloads when it exists, else the current directory."""
-    downloads = Path.home() / "Downloads"
-    return downloads if downloads.is_dir() else Path.cwd()
-
-
-def free_name(directory: Path, name: str) -> Path:
-    """`directory/name`, or `name (1)`, `name (2)`… when taken: saving never overwrites a local file."""
-    target = directory / name
-    stem, suffix = Path(name).stem, Path(name).suffix
-    counter = 1
-    while target.exists() or target.with_name(target.name + ".part").exists():
-        target = directory / f"{stem} ({counter}){suffix}"
-        counter += 1
-    return target
 
 
 def describe_info(info: FileInfo) -> Text:
@@ -102,8 +88,6 @@ class FilesPane(Vertical):
     def __init__(self, session_id: str) -> None:
         super().__init__()
         self.session_id = session_id
-        #: Where `s` saves; None means ~/Downloads, else the current directory.
-        self.save_dir: Path | None = None
         self.working_directory: str | None = None
         #: The last file saved (its local path), for the user and tests.
         self.last_saved: Path | None = None
@@ -265,17 +249,21 @@ class FilesPane(Vertical):
                 self.notify("Open or highlight a file first", severity="warning")
                 return
             path = entry.path
-        self._save(path)
+
+        def chosen(target: Path | None) -> None:
+            if target is not None:
+                self._save(path, target)
+
+        self.app.push_screen(SaveScreen(f"Save {posixpath.basename(path) or path}", posixpath.basename(path) or "file",
+                                        what=f"{path} on the instance"), chosen)
 
     @work(exclusive=True, group="files-save")
-    async def _save(self, path: str) -> None:
+    async def _save(self, path: str, target: Path) -> None:
         client = self.app.client
         box = self.query_one("#files-progress")
         label = self.query_one("#files-progress-label", Static)
         bar = self.query_one("#files-progress-bar", ProgressBar)
-        directory = self.save_dir or download_dir()
-        target = free_name(directory, posixpath.basename(path) or "file")
-        partial = target.with_name(target.name + ".part")
+        partial = partial_path(target)
         received = 0
         box.add_class("active")
         label.update(Text(f"Saving {path} → {target}"))
@@ -292,7 +280,7 @@ class FilesPane(Vertical):
                         if now - shown_at > 0.05:
                             shown_at = now
                             bar.update(progress=received)
-            partial.replace(target)
+            target = commit(partial, target)
         except (ClientError, OSError) as error:
             partial.unlink(missing_ok=True)
             box.remove_class("active")

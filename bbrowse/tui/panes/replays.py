@@ -13,6 +13,8 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from bbrowse.client import ClientError
 from bbrowse.tui.format import absolute_time, duration, human_bytes
+from bbrowse.tui.saving import commit, partial_path
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.keyed_table import sync_rows
 from bbrowse.wire import Replay
 
@@ -31,11 +33,6 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
         "duration": duration(replay.started_at, replay.finished_at),
         "state": Text("● recording", style="red bold") if recording else Text("finished", style="green"),
     }
-
-
-def download_dir() -> Path:
-    downloads = Path.home() / "Downloads"
-    return downloads if downloads.is_dir() else Path.cwd()
 
 
 class ReplaysPane(Vertical):
@@ -57,6 +54,8 @@ class ReplaysPane(Vertical):
         super().__init__()
         self.session_id = session_id
         self._replays: dict[str, Replay] = {}
+        #: The last replay downloaded (its local path).
+        self.last_saved: Path | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("r record/stop · s download · c copy view URL", id="replays-hint")
@@ -133,7 +132,13 @@ class ReplaysPane(Vertical):
         if replay.finished_at is None:
             self.notify("Stop the recording first (r)", severity="warning")
             return
-        self._download(replay, download_dir() / f"bbrowse-replay-{replay.replay_id}.mp4")
+
+        def chosen(target: Path | None) -> None:
+            if target is not None:
+                self._download(replay, target)
+
+        self.app.push_screen(SaveScreen("Download replay", f"bbrowse-replay-{replay.replay_id}.mp4",
+                                        what=f"Replay {replay.replay_id} of session {self.session_id} (MP4)"), chosen)
 
     @work(exclusive=True, group="replays-download")
     async def _download(self, replay: Replay, target: Path) -> None:
@@ -142,7 +147,7 @@ class ReplaysPane(Vertical):
         bar = self.query_one("#replays-progress-bar", ProgressBar)
         box.add_class("active")
         bar.update(total=None, progress=0)
-        partial = target.with_suffix(".part")
+        partial = partial_path(target)
         received = 0
         try:
             stream = self.app.client.replays.download(self.session_id, replay.replay_id)
@@ -155,11 +160,12 @@ class ReplaysPane(Vertical):
                         received += len(chunk)
                         bar.update(progress=received)
                         label.update(f"Downloading {replay.replay_id}: {human_bytes(received)}")
-            partial.replace(target)
+            target = commit(partial, target)
         except (ClientError, OSError) as error:
             partial.unlink(missing_ok=True)
             self.app.report_error(error, "Download failed")
             return
         finally:
             box.remove_class("active")
+        self.last_saved = target
         self.notify(f"Saved {human_bytes(received)} to {target}", title="Replay downloaded")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from pathlib import Path
 
 from PIL import Image as PILImage
 from rich.text import Text
@@ -22,7 +23,8 @@ from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, ServiceError
 from bbrowse.tui.app import settings_of
-from bbrowse.tui.panes.files import download_dir, free_name
+from bbrowse.tui.saving import commit, partial_path
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
@@ -115,9 +117,8 @@ class ScreenshotPane(Vertical, can_focus=True):
         self.captured_at: datetime | None = None
         #: The last failure shown in the pane ("code (status): message"), None after a good capture.
         self.error: str | None = None
-        #: Where `s` saves; None means ~/Downloads, else the current directory.
-        self.save_dir = None
-        self.last_saved = None
+        #: The last file saved (its local path).
+        self.last_saved: Path | None = None
         self._shown_once = False
         self._timer = None
 
@@ -270,11 +271,23 @@ class ScreenshotPane(Vertical, can_focus=True):
         if self.png is None:
             self.notify("Capture a screenshot first (space)", severity="warning")
             return
-        stamp = (self.captured_at or datetime.now()).strftime("%Y%m%d-%H%M%S")
-        target = free_name(self.save_dir or download_dir(), f"bbrowse-screenshot-{self.session_id}-{stamp}.png")
+        png, captured_at = self.png, self.captured_at or datetime.now()
+        stamp = captured_at.strftime("%Y%m%d-%H%M%S")
+
+        def chosen(target: Path | None) -> None:
+            if target is not None:
+                self._write(png, target)
+
+        self.app.push_screen(SaveScreen("Save screenshot", f"bbrowse-screenshot-{self.session_id}-{stamp}.png",
+                                        what=f"PNG captured {captured_at.strftime('%H:%M:%S')}"), chosen)
+
+    def _write(self, png: bytes, target: Path) -> None:
+        partial = partial_path(target)
         try:
-            target.write_bytes(self.png)
+            partial.write_bytes(png)
+            target = commit(partial, target)
         except OSError as error:
+            partial.unlink(missing_ok=True)
             self.notify(str(error), title="Could not save the screenshot", severity="error")
             return
         self.last_saved = target

@@ -1,20 +1,27 @@
 """One session: tabs for its shells, logs, files, screenshot and replays.
 
 Panes are mounted the first time their tab is shown, so opening a session starts only the shell,
-and a pane's streams and timers belong to it (they stop when the screen closes). `esc` goes back to
-the sessions table, except inside a terminal, where keys belong to the remote program and a double
-`esc` leaves the terminal first.
+and a pane's streams and timers belong to it (they stop when the screen closes).
+
+Keys, as terminal tabs and k9s do it:
+- opening a session lands on its tab bar, not inside the terminal: `1`–`5` and the arrows pick a tab,
+  `enter` goes into the shown pane (into the shell on Shells), `esc` goes back to the sessions table;
+- `alt+1`…`alt+5` switch tabs from anywhere, inside a terminal too (shells and vim leave them alone);
+  plain `1`–`5` wherever focus is not in a terminal or a text field; a click on a tab works too;
+- inside a terminal every key goes to the program, Esc included; `ctrl+]` leaves it.
+A tab shown again gets back the focus it had (the terminal, if the user was typing there); a tab
+picked with a number key takes the keyboard, one picked with the arrows on the tab bar leaves it there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from bbrowse.tui.app import BbrowseScreen
 from bbrowse.tui.panes.files import FilesPane
@@ -24,8 +31,10 @@ from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.panes.shells import ShellsPane
 from bbrowse.wire import Browser
 
-#: (tab id, label, pane factory), in tab order; digits 1..5 switch to them.
-TABS: tuple[tuple[str, str, Callable[[str], Widget]], ...] = (
+PaneFactory = Callable[[str], Widget]
+
+#: (tab id, label, pane factory), in tab order; alt+1..alt+5 (and 1..5) switch to them.
+TABS: tuple[tuple[str, str, PaneFactory], ...] = (
     ("shells", "Shells", ShellsPane),
     ("logs", "Logs", LogsPane),
     ("files", "Files", FilesPane),
@@ -33,20 +42,31 @@ TABS: tuple[tuple[str, str, Callable[[str], Widget]], ...] = (
     ("replays", "Replays", ReplaysPane),
 )
 
+#: The tab whose home is the tab bar: its pane is a terminal, where keys would go to the program.
+TERMINAL_TABS = frozenset({"shells"})
+
 
 class SessionScreen(BbrowseScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="session.back"),
+        Binding("enter", "enter_pane", "Into tab", id="session.enter"),
         *(
-            Binding(str(number), f"show_tab('{tab_id}')", label, id=f"session.tab_{tab_id}", show=False)
+            Binding(f"alt+{number},{number}", f"show_tab('{tab_id}')", label, id=f"session.tab_{tab_id}", show=False)
             for number, (tab_id, label, _) in enumerate(TABS, start=1)
         ),
     ]
 
-    def __init__(self, browser: Browser, initial_tab: str = "shells") -> None:
+    def __init__(self, browser: Browser, initial_tab: str = "shells", *,
+                 panes: Mapping[str, PaneFactory] | None = None) -> None:
+        """`panes` replaces some tabs' pane factories (fixed content for snapshots)."""
         super().__init__()
         self.browser = browser
         self.initial_tab = initial_tab
+        self._factories = {tab_id: (panes or {}).get(tab_id, factory) for tab_id, _, factory in TABS}
+        #: The widget that last had the focus in each tab, given back when the tab is shown again.
+        self._focus_in_tab: dict[str, Widget] = {}
+        #: Set by the number keys: the next shown tab takes the keyboard even from the tab bar.
+        self._take_focus = False
 
     @property
     def session_id(self) -> str:
@@ -61,30 +81,91 @@ class SessionScreen(BbrowseScreen):
         yield from self.compose_bar()
         with TabbedContent(id="session-tabs", initial=self.initial_tab):
             for number, (tab_id, label, _) in enumerate(TABS, start=1):
-                yield TabPane(f"{label} [{number}]", id=tab_id)
+                yield TabPane(f"{label} {number}", id=tab_id)
         yield Footer()
 
+    @property
+    def tabbed(self) -> TabbedContent:
+        return self.query_one("#session-tabs", TabbedContent)
+
+    @property
+    def tab_bar(self) -> Tabs:
+        """The session's own tab bar (not a pane's inner tabs, such as the shells')."""
+        return self.tabbed.query_children(Tabs).first()
+
     async def on_mount(self) -> None:
-        await self._show(self.initial_tab)
+        await self._show(self.initial_tab, focus_pane=self.initial_tab not in TERMINAL_TABS)
 
-    @on(TabbedContent.TabActivated)
+    @on(TabbedContent.TabActivated, "#session-tabs")
     async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane is not None and event.pane.id:
-            await self._show(event.pane.id)
+        event.stop()
+        if event.pane is None or not event.pane.id:
+            return
+        take, self._take_focus = self._take_focus, False
+        await self._show(event.pane.id, focus_pane=take or not self.tab_bar.has_focus)
 
-    async def _show(self, tab_id: str) -> None:
-        """Mount the tab's pane on first view, then hand it the keyboard so its keys work at once."""
+    def on_descendant_focus(self, event) -> None:
+        """Remember where the focus is in each tab, to give it back when the tab is shown again."""
+        widget = event.widget
+        if not widget.has_focus:
+            return  # stale: the focus moved on before this message was handled
+        for ancestor in widget.ancestors:
+            if isinstance(ancestor, TabPane) and ancestor.parent is not None \
+                    and ancestor.parent.parent is self.tabbed and ancestor.id:
+                self._focus_in_tab[ancestor.id] = widget
+                return
+
+    async def _show(self, tab_id: str, *, focus_pane: bool) -> None:
+        """Mount the tab's pane on first view; then give it the keyboard (or leave it on the tab bar)."""
         pane = self.query_one(f"#{tab_id}", TabPane)
-        if not pane.children:
-            factory = next(factory for known, _, factory in TABS if known == tab_id)
-            await pane.mount(factory(self.session_id))  # composed before anything asks for its widgets
-        content = pane.children[0]
+        first_view = not pane.children
+        if first_view:
+            await pane.mount(self._factories[tab_id](self.session_id))  # composed before anything asks for it
+        if focus_pane:
+            self.call_after_refresh(self._focus_pane, tab_id, first_view=first_view)
+        else:
+            self.call_after_refresh(self._focus_tab_bar, tab_id if first_view else None)
+
+    def _focus_tab_bar(self, forget: str | None = None) -> None:
+        """Focus the tab bar; `forget`: a freshly mounted tab whose own focus (a new shell's terminal)
+        was the pane's doing, not the user's."""
+        if forget is not None:
+            self._focus_in_tab.pop(forget, None)
+        self.tab_bar.focus()
+
+    def _focus_pane(self, tab_id: str, *, into: bool = False, first_view: bool = False) -> None:
+        """The widget the tab had, else the pane's default; a terminal tab's default is the tab bar,
+        unless `into` (enter), which goes into the pane (the shell)."""
+        if self.tabbed.active != tab_id:
+            return
+        pane = self.query_one(f"#{tab_id}", TabPane)
+        remembered = None if first_view else self._focus_in_tab.get(tab_id)
+        if not into and remembered is not None and remembered.is_attached and remembered.focusable \
+                and pane in remembered.ancestors:
+            remembered.focus()
+            return
+        if tab_id in TERMINAL_TABS and not into:
+            self._focus_tab_bar(tab_id if first_view else None)
+            return
+        content = pane.children[0] if pane.children else None
         focus = getattr(content, "focus_default", None) or getattr(content, "focus_active", None)
         if callable(focus):
-            self.call_after_refresh(focus)
+            focus()
+        elif content is not None and content.focusable:
+            content.focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
+    def action_enter_pane(self) -> None:
+        """enter on the tab bar: into the shown tab (into the shell on Shells)."""
+        active = self.tabbed.active
+        if active:
+            self._focus_pane(active, into=True)
+
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        if self.tabbed.active == tab:
+            self._focus_pane(tab)
+            return
+        self._take_focus = True
+        self.tabbed.active = tab

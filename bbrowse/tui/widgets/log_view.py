@@ -42,6 +42,7 @@ from textual.widgets import Input
 
 from bbrowse.tui.ansi_text import cell_widths, maybe_json, pretty_json, to_text
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY, AllLines, LogBuffer, MatchIndex, RowMap
+from bbrowse.tui.saving import commit, partial_path
 
 #: Upper bound of batches (and repaints) per second while lines stream in.
 FRAMES_PER_SECOND = 30
@@ -886,38 +887,31 @@ class LogPanel(Vertical):
     # save ---------------------------------------------------------------------
 
     def action_save(self) -> None:
+        """Ask where (the download directory by default), then write the lines held right now."""
+        from bbrowse.tui.screens.save import SaveScreen
+
         lines = self.view.buffer.snapshot()
-        target = save_path(self.slug)
-        self._save(lines, target)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+
+        def chosen(target: Path | None) -> None:
+            if target is not None:
+                self._save(lines, target)
+
+        self.app.push_screen(SaveScreen("Save log", f"bbrowse-{self.slug}-{stamp}.log",
+                                        what=f"{len(lines):,} lines of {self.title}"), chosen)
 
     @work(thread=True, exclusive=True, group="log-save")
     def _save(self, lines: list[str], target: Path) -> None:
+        partial = partial_path(target)
         try:
-            with target.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
+            with partial.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
                 for line in lines:
                     out.write(line)
                     out.write("\n")
+            target = commit(partial, target)
         except OSError as error:
+            partial.unlink(missing_ok=True)
             self.notify(f"Could not save to {target}: {error}", title="Save failed", severity="error", timeout=8,
                         markup=False)
             return
         self.notify(f"Saved {len(lines):,} lines to {target}", title="Log saved", timeout=8, markup=False)
-
-
-def download_dir() -> Path:
-    """Where saved logs go: ~/Downloads when it exists, else the current directory."""
-    downloads = Path.home() / "Downloads"
-    return downloads if downloads.is_dir() else Path.cwd()
-
-
-def save_path(slug: str) -> Path:
-    """`bbrowse-<source>-<time>.log` in `download_dir()`, made unique if a file of that name exists."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    directory = download_dir()
-    target = directory / f"bbrowse-{slug}-{stamp}.log"
-    number = 1
-    while target.exists():
-        number += 1
-        target = directory / f"bbrowse-{slug}-{stamp}-{number}.log"
-    return target
-

@@ -1,0 +1,191 @@
+"""The keyboard belongs to the user: a session opens on its tab bar, tabs switch from anywhere (alt+digit,
+digits outside a terminal, the mouse), a terminal gets every key and `ctrl+]` leaves it; focus never
+lands where keys do nothing. Against a real service with real PTYs, driven with Pilot."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from app_support import make_app, wait_for
+from textual.widgets import DataTable, Tree
+
+from bbrowse.tui.panes.files import FilesPane
+from bbrowse.tui.panes.logs import LogsPane
+from bbrowse.tui.panes.screenshot import ScreenshotPane
+from bbrowse.tui.panes.shells import ShellTab
+from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.terminal.widget import TerminalView
+from bbrowse.wire import Browser
+
+
+@pytest.fixture(scope="module")
+async def browser(http: httpx.AsyncClient):
+    r = await http.post("/browsers", json={"timeout_seconds": 900})
+    yield Browser.model_validate(r.json())
+    await http.delete(f"/browsers/{r.json()['session_id']}")
+
+
+def terminal_text(terminal: TerminalView) -> str:
+    """What the terminal draws, row by row (through the widget, whatever emulator is behind it)."""
+    return "\n".join("".join(segment.text for segment in terminal.render_line(y)).rstrip()
+                     for y in range(terminal.size.height))
+
+
+def focus_inside(app, widget) -> bool:
+    focused = app.focused
+    return focused is not None and (focused is widget or widget in focused.ancestors)
+
+
+async def open_session(pilot, app, browser: Browser) -> tuple[SessionScreen, ShellTab]:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    app.push_screen(SessionScreen(browser))
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+    screen = app.screen
+    tab = screen.query_one(ShellTab)
+    await wait_for(pilot, lambda: tab.shell is not None and tab.shell.running, what="shell started")
+    await wait_for(pilot, lambda: terminal_text(tab.terminal).rstrip().endswith(("#", "$")), what="prompt")
+    return screen, tab
+
+
+async def type_text(pilot, text: str) -> None:
+    names = {" ": "space", "-": "minus", "$": "dollar_sign", "(": "left_parenthesis", ")": "right_parenthesis",
+             "+": "plus"}
+    await pilot.press(*[names.get(c, c) for c in text])
+
+
+async def test_a_session_opens_on_its_tab_bar_digits_switch_tabs_and_enter_goes_into_the_shell(
+    service, browser: Browser
+) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen, tab = await open_session(pilot, app, browser)
+        await wait_for(pilot, lambda: screen.tab_bar.has_focus, what="the tab bar has the keyboard")
+        assert not tab.terminal.has_focus
+        prompt_line = terminal_text(tab.terminal).rstrip().split("\n")[-1]
+
+        await pilot.press("4")  # the Screenshot tab, and nothing typed into the shell
+        await wait_for(pilot, lambda: screen.tabbed.active == "screenshot")
+        await wait_for(pilot, lambda: focus_inside(app, screen.query_one(ScreenshotPane)), what="pane has keys")
+        await pilot.press("1")
+        await wait_for(pilot, lambda: screen.tabbed.active == "shells" and screen.tab_bar.has_focus)
+        assert terminal_text(tab.terminal).rstrip().split("\n")[-1] == prompt_line  # no "4", no "1"
+
+        await pilot.press("enter")  # one key away
+        await wait_for(pilot, lambda: tab.terminal.has_focus, what="into the shell")
+        await type_text(pilot, "echo typed-$((40+2))")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "\ntyped-42" in terminal_text(tab.terminal), what="the shell got the keys")
+
+        # the mouse picks a tab too
+        await pilot.click("#--content-tab-files")
+        await wait_for(pilot, lambda: screen.tabbed.active == "files" and bool(screen.query(FilesPane)))
+
+
+async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_the_terminal_gets_its_focus_back(
+    service, browser: Browser
+) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen, tab = await open_session(pilot, app, browser)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: tab.terminal.has_focus)
+        await pilot.press("alt+2")
+        await wait_for(pilot, lambda: screen.tabbed.active == "logs", what="alt+2 from inside the shell")
+        await wait_for(pilot, lambda: focus_inside(app, screen.query_one(LogsPane)))
+        await pilot.press("alt+1")
+        await wait_for(pilot, lambda: screen.tabbed.active == "shells" and tab.terminal.has_focus,
+                       what="back in the shell where the user was typing")
+        await pilot.press("2")  # a digit inside the terminal is the program's
+        await wait_for(pilot, lambda: terminal_text(tab.terminal).rstrip().endswith("2"), what="2 typed")
+        assert screen.tabbed.active == "shells"
+
+
+async def test_ctrl_right_bracket_leaves_the_terminal_and_esc_reaches_the_program_at_once(
+    service, browser: Browser
+) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        _screen, tab = await open_session(pilot, app, browser)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: tab.terminal.has_focus)
+        # the shell shows what it reads: cat -v prints ESC as ^[, at once
+        await type_text(pilot, "cat -v")
+        await pilot.press("enter")
+        await pilot.press("escape", "escape", "enter")
+        await wait_for(pilot, lambda: "^[^[" in terminal_text(tab.terminal), timeout=5, what="two Esc delivered")
+        assert tab.terminal.has_focus and isinstance(app.screen, SessionScreen)  # Esc Esc does not leave
+        await pilot.press("ctrl+d")
+        await pilot.press("ctrl+right_square_bracket")
+        await wait_for(pilot, lambda: not tab.terminal.has_focus, what="ctrl+] left the terminal")
+        assert isinstance(app.screen, SessionScreen)
+        bindings = {binding.id for binding in TerminalView.BINDINGS if getattr(binding, "id", None)}
+        assert "terminal.leave" in bindings
+
+
+async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, session_id: str, tmp_path) -> None:
+    (tmp_path / "a.txt").write_text("".join(f"line {i}\n" for i in range(300)))
+    (tmp_path / "b.txt").write_text("bee\n")
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers) as http:
+        browser = Browser.model_validate((await http.get(f"/browsers/{session_id}")).json())
+    app = make_app(service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        app.push_screen(SessionScreen(browser, initial_tab="files"))
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(FilesPane)))
+        pane = app.screen.query_one(FilesPane)
+        tree = pane.query_one(Tree)
+        await wait_for(pilot, lambda: tree.has_focus)
+        await pilot.press("g", *str(tmp_path), "enter")
+        await wait_for(pilot, lambda: tree.root_path == str(tmp_path) and tree.has_focus and any(
+            str(node.label).endswith("a.txt") for node in tree.root.children))
+        while not str(tree.cursor_node.label).endswith("a.txt"):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pane.viewer.path == str(tmp_path / "a.txt"))
+        assert tree.has_focus  # the arrows still move in the tree
+        await pilot.press("down")
+        assert str(tree.cursor_node.label).endswith("b.txt")
+        # every focusable place in the pane keeps the pane's keys (s, x, g)
+        for _ in range(6):
+            await pilot.press("tab")
+            focused = app.focused
+            if focused is None or not focus_inside(app, pane):
+                continue
+            assert focused.check_consume_key("s", "s") is False or focused is pane.query_one("#files-goto")
+
+
+def visible(widget) -> bool:
+    return widget.display and all(ancestor.display for ancestor in widget.ancestors if hasattr(ancestor, "display"))
+
+
+async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty_list(tmp_path) -> None:
+    from conftest import start_service, stop_service
+
+    empty = start_service(tmp_path / "empty-state")
+    try:
+        app = make_app(empty)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                           and app.screen.query_one(DataTable).row_count == 1, timeout=30)
+            table = app.screen.query_one(DataTable)
+            await wait_for(pilot, lambda: table.has_focus, what="the table has the keys")
+            assert app.focused is None or visible(app.focused)
+            # enter opens the session at once (not swallowed by a hidden filter box)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+            created = app.screen.browser
+            async with httpx.AsyncClient(base_url=empty.url, headers=empty.headers) as http:
+                await http.delete(f"/browsers/{created.session_id}")  # deleted elsewhere
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                           and app.screen.query_one(DataTable).row_count == 0)
+            assert app.focused is None or visible(app.focused)
+            await pilot.press("n")  # the screen's keys still work
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen")
+    finally:
+        stop_service(empty)
