@@ -127,9 +127,10 @@ async def test_screenshot_of_unknown_session_is_404(http: httpx.AsyncClient) -> 
     assert r.status_code == 404 and r.json()["code"] == "not_found"
 
 
-async def test_cdp_ws_url_is_the_real_browser_endpoint(shown: dict) -> None:
+async def test_cdp_ws_url_reaches_the_browser_through_the_service(service: ServiceHandle, shown: dict) -> None:
     url = shown["cdp_ws_url"]
-    assert url.startswith("ws://127.0.0.1:") and "/devtools/browser/" in url
+    service_ws = service.url.replace("http://", "ws://", 1)
+    assert url.startswith(f"{service_ws}/vm/{shown['session_id']}/cdp?jwt="), url
     async with websockets.connect(url, max_size=None) as ws:
         await ws.send(json.dumps({"id": 1, "method": "Target.getTargets"}))
         targets = json.loads(await asyncio.wait_for(ws.recv(), 10))["result"]["targetInfos"]
@@ -177,8 +178,12 @@ async def test_killed_chromium_answers_503_then_recovers(
         # The request after it gets a new Chromium showing the start page again.
         image = png(await http.post(f"/browsers/{sid}/computer/screenshot", json={}))
         assert rgb(image, 10, 10) == BLUE
+        # The same endpoint now reaches the new Chromium.
         new_url = (await http.get(f"/browsers/{sid}")).json()["cdp_ws_url"]
-        assert new_url.startswith("ws://127.0.0.1:") and new_url != first_url
+        assert new_url.split("?")[0] == first_url.split("?")[0]
+        async with websockets.connect(new_url, max_size=None) as ws:
+            await ws.send(json.dumps({"id": 1, "method": "Browser.getVersion"}))
+            assert "Chrome" in json.loads(await asyncio.wait_for(ws.recv(), 10))["result"]["product"]
         assert browser_process(service, sid).pid != victim.pid
         log = (session_dir(service, sid) / "logs" / "chromium.log").read_text()
         assert "killed by SIGKILL" in log and "starting a new Chromium" in log
@@ -227,7 +232,10 @@ async def test_without_chromium_sessions_work_and_browser_calls_say_how_to_insta
             r = await client.post("/browsers", json={})
             assert r.status_code == 200, r.text
             sid = r.json()["session_id"]
-            assert r.json()["cdp_ws_url"] == ""
+            with pytest.raises(websockets.InvalidStatus) as refused_cdp:
+                await websockets.connect(r.json()["cdp_ws_url"])
+            assert refused_cdp.value.response.status_code == 503
+            assert b"apt-get install chromium" in refused_cdp.value.response.body
 
             for method, path in (("POST", "computer/screenshot"), ("POST", "replays")):
                 refused = await client.request(method, f"/browsers/{sid}/{path}", json={})
