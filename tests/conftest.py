@@ -27,7 +27,8 @@ _HOME = Path(tempfile.mkdtemp(prefix="bbrowse-test-home-"))
 os.environ["HOME"] = str(_HOME)
 for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
               "BBROWSE_CONFIG_DIR", "BBROWSE_STATE_DIR", "BBROWSE_PROFILE", "BBROWSE_THEME",
-              "KERNEL_API_KEY", "KERNEL_BASE_URL", "LC_ALL", "LC_CTYPE", "LANGUAGE"):
+              "KERNEL_API_KEY", "KERNEL_BASE_URL", "LC_ALL", "LC_CTYPE", "LANGUAGE",
+              "BBROWSE_KERNEL_COMPAT"):
     os.environ.pop(_name, None)
 # One UTF-8 locale for the suite and every program it starts (shells, `ls`, `less` in a PTY), whatever
 # the machine's own is: CJK and box-drawing tests must not depend on it.
@@ -109,6 +110,23 @@ def browserless_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
                            extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
     yield handle
     stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+def compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """A real service started with `--kernel-compat` (env `BBROWSE_KERNEL_COMPAT`): it behaves as Kernel's VM does
+    (PTY output only over `attach`, read only while attached, one attach, 10 s retention, -1 after a signal,
+    `{"message"}` errors under `/vm/`, no supervisor log source; README: "Default vs --kernel-compat")."""
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-compat"), extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
+    yield handle
+    stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+async def compat_http(compat_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
+    """Raw HTTP with the right token to the `--kernel-compat` service (control plane)."""
+    async with httpx.AsyncClient(base_url=compat_service.url, headers=compat_service.headers, timeout=30) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

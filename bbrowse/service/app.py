@@ -31,6 +31,7 @@ from bbrowse.service.routes import browser, files, logs, processes, screenshot, 
 from bbrowse.service.sessions import SessionManager
 from bbrowse.service.state import ServiceState
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
+from bbrowse.service.vm_token import VmTokens
 from bbrowse.wire import ErrorDetail, VmError
 
 log = logging.getLogger("bbrowse.service")
@@ -47,7 +48,8 @@ AREAS = (sessions, processes, files, logs, screenshot, browser, cdp_proxy)
 def create_app(config: ServiceConfig) -> FastAPI:
     config.state_dir.mkdir(parents=True, exist_ok=True)
     state = ServiceState(
-        config=config, sessions=SessionManager(config.sessions_dir, config.service_log)
+        config=config, sessions=SessionManager(config.sessions_dir, config.service_log),
+        vm_tokens=VmTokens(ttl_seconds=config.vm_token_seconds),
     )
     for area in AREAS:
         install = getattr(area, "install", None)

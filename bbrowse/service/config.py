@@ -20,6 +20,9 @@ class ServiceConfig:
     public_url: str = ""
     #: How long a `replay_view_url` stays valid (env `BBROWSE_REPLAY_LINK_SECONDS`; a day by default).
     replay_link_seconds: int = 24 * 3600
+    #: How long the session `jwt` in a Browser object's `cdp_ws_url` is valid (env `BBROWSE_VM_TOKEN_SECONDS`;
+    #: a day by default). Every read of the Browser object hands out a fresh one.
+    vm_token_seconds: int = 24 * 3600
     #: `--kernel-compat`: behave as Kernel's in-VM server does where a client has to cope (PTY output only
     #: over attach, read only while attached, one attach, 10 s retention, -1 after a signal, `{"message"}`
     #: errors under `/vm/`, no supervisor log source). The README lists the differences point by point.

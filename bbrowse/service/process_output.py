@@ -99,7 +99,10 @@ class Subscriber:
 
 
 class OutputLog:
-    def __init__(self, backlog_bytes: int = BACKLOG_BYTES, max_lag_bytes: int = MAX_LAG_BYTES) -> None:
+    def __init__(
+        self, backlog_bytes: int = BACKLOG_BYTES, max_lag_bytes: int = MAX_LAG_BYTES, hold_first: bool = True
+    ) -> None:
+        """`backlog_bytes=0, hold_first=False`: nothing kept for a reader who is not there (Kernel's VM)."""
         self.backlog_bytes = backlog_bytes
         self.max_lag_bytes = max(max_lag_bytes, backlog_bytes)
         self._chunks: deque[Chunk] = deque()
@@ -109,7 +112,7 @@ class OutputLog:
         self.total_bytes = 0
         self.exit_code: int | None = None
         #: Everything is kept for the first subscriber until this monotonic time (None: no longer).
-        self._hold_until: float | None = time.monotonic() + FIRST_READER_SECONDS
+        self._hold_until: float | None = time.monotonic() + FIRST_READER_SECONDS if hold_first else None
 
     @property
     def finished(self) -> bool:
@@ -170,12 +173,17 @@ class OutputLog:
     # consumer side ------------------------------------------------------------
 
     async def follow(
-        self, render: Callable[[Chunk], bytes], max_batch: int = MAX_BATCH_BYTES
+        self,
+        render: Callable[[Chunk], bytes],
+        max_batch: int = MAX_BATCH_BYTES,
+        on_subscribed: Callable[[], None] | None = None,
     ) -> AsyncIterator[bytes]:
         """Batches of rendered chunks from the backlog on, until the process has exited and all is sent.
 
         `render` is `Chunk.sse` for the SSE stream or `Chunk.raw` for attach. The caller sends the
-        exit itself once this ends (`self.exit_code`).
+        exit itself once this ends (`self.exit_code`). `on_subscribed` runs once this reader is in
+        place, before it waits for anything (an attach starts reading the PTY there, so no chunk can
+        arrive before its reader).
         """
         if self._hold_until is not None:  # the first subscriber: everything since the start
             self._hold_until = None
@@ -185,6 +193,8 @@ class OutputLog:
         self._subscribers.add(sub)
         loop = asyncio.get_running_loop()
         try:
+            if on_subscribed is not None:
+                on_subscribed()
             while True:
                 if sub.cursor < self._first_seq:
                     skipped = self._first_seq - sub.cursor

@@ -18,6 +18,10 @@ Exit codes: a normal exit gives its status; a process ended by signal N reports 
 shells do (130 after INT, 143 after TERM, 137 after KILL). Signals (`kill`, `timeout_sec`, session
 deletion) go to the child's whole process group: every child starts its own session, so the
 program and everything it started are signalled together, like Ctrl-C in a terminal.
+
+`ProcessPolicy` holds what `--kernel-compat` changes to behave as Kernel's in-VM server does: a PTY's
+output only over `attach`, the PTY read only while a client is attached (no backlog), `-1` after a
+signal, exited processes forgotten after 10 s.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import signal
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import psutil
@@ -74,6 +79,30 @@ def exit_code_from(returncode: int) -> int:
     return returncode if returncode >= 0 else 128 - returncode
 
 
+@dataclass(frozen=True)
+class ProcessPolicy:
+    """What differs between bbrowse's generous default and Kernel's VM (`--kernel-compat`)."""
+
+    #: How long an exited process stays queryable (status, final output, exit event) before 404.
+    retain_seconds: float = RETAIN_SECONDS
+    #: The exit code reported for a process ended by a signal; None: `128 + N`, as shells report it.
+    signal_exit_code: int | None = None
+    #: PTY output only over `attach`: nothing on `stdout/stream` but the exit event, the PTY read only while
+    #: a client is attached (what it writes meanwhile waits in the kernel's buffer, then blocks it), no
+    #: backlog kept by the service, and `attach` refused (400) for a process without a PTY.
+    pty_output_only_attached: bool = False
+
+    def exit_code(self, returncode: int) -> int:
+        if returncode < 0 and self.signal_exit_code is not None:
+            return self.signal_exit_code
+        return exit_code_from(returncode)
+
+
+DEFAULT_POLICY = ProcessPolicy()
+#: Kernel's in-VM server: 10 s retention, -1 after a signal (Go's `WaitStatus.ExitStatus()`), attach only.
+KERNEL_COMPAT_POLICY = ProcessPolicy(retain_seconds=10.0, signal_exit_code=-1, pty_output_only_attached=True)
+
+
 class StdinClosedError(Exception):
     """The process's stdin can no longer be written (it exited or closed it)."""
 
@@ -87,14 +116,26 @@ TTY_MAX_LAG_BYTES = 8 << 20
 class ManagedProcess:
     """One spawned (or exec'd) child: its descriptors, output, exit, and the controls on it."""
 
-    def __init__(self, child: Child, command: str, sink: Callable[[int, bytes], None] | None = None) -> None:
+    def __init__(
+        self,
+        child: Child,
+        command: str,
+        sink: Callable[[int, bytes], None] | None = None,
+        policy: ProcessPolicy = DEFAULT_POLICY,
+    ) -> None:
         self.process_id = str(uuid.uuid4())
         self.child = child
         self.pid = child.pid
         self.tty = child.tty
         self.command = command
+        self.policy = policy
         self.started_at = datetime.now(UTC)
-        self.output = OutputLog(max_lag_bytes=TTY_MAX_LAG_BYTES if child.tty else MAX_LAG_BYTES)
+        #: The PTY is read only while a client is attached (Kernel's VM): nothing is kept for later readers.
+        self.reads_only_attached = child.tty and policy.pty_output_only_attached
+        if self.reads_only_attached:
+            self.output = OutputLog(backlog_bytes=0, max_lag_bytes=TTY_MAX_LAG_BYTES, hold_first=False)
+        else:
+            self.output = OutputLog(max_lag_bytes=TTY_MAX_LAG_BYTES if child.tty else MAX_LAG_BYTES)
         self.exit_code: int | None = None
         self.finished = asyncio.Event()
         #: Set while no WebSocket `attach` is connected (one at a time); see `routes.processes.attach`.
@@ -111,13 +152,15 @@ class ManagedProcess:
         self._on_finish: list[Callable[[ManagedProcess], None]] = []
         self._ps: psutil.Process | None = None
         self._cpu_sample = (time.monotonic(), 0.0)
+        self._pty_eof = False
 
     # start ---------------------------------------------------------------------
 
     def start(self, timeout_sec: int | None) -> None:
         child = self.child
         if child.tty:
-            self._watch(child.master, STDOUT)
+            if not self.reads_only_attached:
+                self._watch(child.master, STDOUT)
         else:
             self._watch(child.stdout, STDOUT)
             self._watch(child.stderr, STDERR)
@@ -178,6 +221,8 @@ class ManagedProcess:
         if parts:
             self._sink(stream, parts[0] if len(parts) == 1 else b"".join(parts))
         if eof:
+            if fd == self.child.master:
+                self._pty_eof = True
             self._unwatch(fd)
             if self.exit_code is not None and not self._readers:
                 self._finish()
@@ -185,6 +230,19 @@ class ManagedProcess:
     def _unwatch(self, fd: int) -> None:
         if self._readers.pop(fd, None) is not None:
             self._loop.remove_reader(fd)
+
+    def start_reading_pty(self) -> None:
+        """An attach began (Kernel's VM mode): read the PTY from now on, for that client only."""
+        master = self.child.master
+        if self.reads_only_attached and master is not None and master not in self._readers and not self._pty_eof:
+            self._watch(master, STDOUT)
+
+    def stop_reading_pty(self) -> None:
+        """The attach ended (Kernel's VM mode): leave what the program writes in the PTY until the next one."""
+        if self.reads_only_attached and self.child.master is not None and not self.finished.is_set():
+            self._unwatch(self.child.master)
+            if self.exit_code is not None and not self._readers:
+                self._finish()
 
     # exit ----------------------------------------------------------------------
 
@@ -201,7 +259,7 @@ class ManagedProcess:
             self._loop.remove_reader(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        self.exit_code = exit_code_from(self.child.popen.returncode)
+        self.exit_code = self.policy.exit_code(self.child.popen.returncode)
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
@@ -228,7 +286,7 @@ class ManagedProcess:
         child.master = child.stdin = child.stdout = child.stderr = None
         self._stdin_fd = None
         if self.exit_code is None:  # forced: the child is still unreaped; the pidfd reaps it later
-            self.exit_code = exit_code_from(-signal.SIGKILL)
+            self.exit_code = self.policy.exit_code(-signal.SIGKILL)
         self.output.finish(self.exit_code)
         self.finished.set()
         callbacks, self._on_finish = self._on_finish, []
@@ -375,7 +433,8 @@ class ManagedProcess:
 
     def status(self) -> ProcessStatus:
         if self.reaped:
-            return ProcessStatus(state="exited", exit_code=exit_code_from(self.child.popen.returncode), cpu_pct=0.0)
+            return ProcessStatus(state="exited", exit_code=self.policy.exit_code(self.child.popen.returncode),
+                                 cpu_pct=0.0)
         mem, cpu = None, 0.0
         try:
             if self._ps is None:
@@ -421,7 +480,8 @@ class Capture:
 class ProcessManager:
     """Every process of every session: registry, retention after exit, and teardown."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: ProcessPolicy = DEFAULT_POLICY) -> None:
+        self.policy = policy
         self._live: set[ManagedProcess] = set()
 
     @staticmethod
@@ -442,7 +502,7 @@ class ProcessManager:
         def finished(p: ManagedProcess) -> None:
             self._live.discard(p)
             if retain:
-                asyncio.get_running_loop().call_later(RETAIN_SECONDS, table.pop, p.process_id, None)
+                asyncio.get_running_loop().call_later(self.policy.retain_seconds, table.pop, p.process_id, None)
             else:
                 table.pop(p.process_id, None)
 
@@ -452,7 +512,7 @@ class ProcessManager:
         child = launch(
             request, session.workdir, tty=request.allocate_tty, rows=request.rows, cols=request.cols
         )
-        proc = ManagedProcess(child, request.command)
+        proc = ManagedProcess(child, request.command, policy=self.policy)
         self._register(session, proc, retain=True)
         proc.start(request.timeout_sec)
         log.info("process %s spawned in session %s: pid %d, %s%s", proc.process_id, session.session_id, proc.pid,
@@ -464,7 +524,7 @@ class ProcessManager:
         capture = Capture()
         started = time.monotonic()
         child = launch(request, session.workdir)
-        proc = ManagedProcess(child, request.command, sink=capture.append)
+        proc = ManagedProcess(child, request.command, sink=capture.append, policy=self.policy)
         self._register(session, proc, retain=False)
         proc.start(request.timeout_sec)
         proc.close_stdin()

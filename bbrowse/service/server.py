@@ -40,18 +40,41 @@ def is_loopback(host: str) -> bool:
 REPLAY_LINK_ENV = "BBROWSE_REPLAY_LINK_SECONDS"
 
 
-def replay_link_seconds() -> int:
-    """`BBROWSE_REPLAY_LINK_SECONDS` when set (a positive whole number of seconds), else a day."""
-    raw = os.environ.get(REPLAY_LINK_ENV)
+#: Environment variable that bounds the life of the session `jwt` handed out in Browser objects, in seconds.
+VM_TOKEN_ENV = "BBROWSE_VM_TOKEN_SECONDS"
+
+
+def _seconds_from_env(name: str, default: int) -> int:
+    """`name` when set (a positive whole number of seconds), else `default`."""
+    raw = os.environ.get(name)
     if raw is None:
-        return ServiceConfig.replay_link_seconds
+        return default
     try:
         seconds = int(raw)
     except ValueError:
         seconds = 0
     if seconds < 1:
-        raise SystemExit(f"{REPLAY_LINK_ENV}={raw!r}: give a whole number of seconds, at least 1")
+        raise SystemExit(f"{name}={raw!r}: give a whole number of seconds, at least 1")
     return seconds
+
+
+def replay_link_seconds() -> int:
+    """`BBROWSE_REPLAY_LINK_SECONDS` when set (a positive whole number of seconds), else a day."""
+    return _seconds_from_env(REPLAY_LINK_ENV, ServiceConfig.replay_link_seconds)
+
+
+def vm_token_seconds() -> int:
+    """`BBROWSE_VM_TOKEN_SECONDS` when set (a positive whole number of seconds), else a day."""
+    return _seconds_from_env(VM_TOKEN_ENV, ServiceConfig.vm_token_seconds)
+
+
+class _NoQueryStrings(logging.Filter):
+    """uvicorn names WebSocket handshakes with their query string, which carries a session's `jwt`: cut it off."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(a.split("?", 1)[0] if isinstance(a, str) else a for a in record.args)
+        return True
 
 
 def setup_logging(log_file: Path, verbose: bool = False) -> None:
@@ -66,6 +89,8 @@ def setup_logging(log_file: Path, verbose: bool = False) -> None:
         console.setFormatter(handler.formatter)
         root.addHandler(console)
     root.propagate = False
+    for name in ("uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).addFilter(_NoQueryStrings())
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

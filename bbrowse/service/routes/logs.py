@@ -4,6 +4,9 @@ The stream's file is resolved and opened before the response starts, so a missin
 400 naming it and an unknown path or supervisor name is a 404, never an error inside the stream.
 While the stream is open the session counts as in use; when the client goes away the follower is
 cancelled and its file closed.
+
+With `--kernel-compat`, `source=supervisor` behaves as in Kernel's VM, which does not implement it: one
+event saying `logs source not available`, then the stream ends (supervised programs log to files there).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_endpoint import vm_served
-from bbrowse.wire import LogSource
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
 router = vm_served(APIRouter(tags=["logs"], responses=errors(404, 410)))
 
@@ -63,6 +66,8 @@ async def stream_logs(
     `follow=false` sends the existing lines (the last `tail` ones if given) and ends; `follow=true`
     starts at the end (after the last `tail` lines if given) and streams lines as they are appended.
     """
+    if source is LogSource.SUPERVISOR and service_state(request).config.kernel_compat:
+        return sse_response(_source_not_available())
     if source is LogSource.PATH:
         if not path:
             raise files.field_error("path", "required when source=path")
@@ -75,6 +80,10 @@ async def stream_logs(
     file, st = await files.run_blocking(files.open_regular_file, log_path)
     follower = LogFollower(log_path, file, st.st_size, follow=follow, tail=tail, alive=lambda: session.active)
     return sse_response(_events(session, follower))
+
+
+async def _source_not_available() -> AsyncIterator[bytes]:
+    yield encode_log_events([LOGS_SOURCE_NOT_AVAILABLE], utc_timestamp())
 
 
 @router.get("/browsers/{id_or_name}/logs/supervisors", response_model=list[str])

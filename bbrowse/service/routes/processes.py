@@ -3,6 +3,11 @@
 The work is done by `bbrowse.service.processes`; these handlers only find the session and the
 process, and turn outcomes into the contract's shapes. The two hot paths stay lean: stdin writes
 straight to the process's descriptor, and the SSE stream sends pre-encoded frames.
+
+With `--kernel-compat` (`ProcessPolicy.pty_output_only_attached`) they behave as Kernel's VM does: a
+PTY's output flows only over `attach` (`stdout/stream` sends just the exit event), the PTY is read
+only while a client is attached, `attach` needs a PTY, and `attach` refusals before the upgrade are
+`{"type": "error", "message": ...}` (wire `AttachError`).
 """
 
 from __future__ import annotations
@@ -17,15 +22,23 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.responses import StreamingResponse
 
-from bbrowse.service.errors import ServiceError, conflict, error_body
+from bbrowse.service.errors import ServiceError, bad_request, conflict, error_body
 from bbrowse.service.openapi import errors
 from bbrowse.service.process_output import Chunk, sse_exit_frame
-from bbrowse.service.processes import ManagedProcess, ProcessManager, StdinClosedError, stdin_error
+from bbrowse.service.processes import (
+    DEFAULT_POLICY,
+    KERNEL_COMPAT_POLICY,
+    ManagedProcess,
+    ProcessManager,
+    StdinClosedError,
+    stdin_error,
+)
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import ServiceState, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import (
+    AttachError,
     AttachExit,
     AttachResize,
     ExecRequest,
@@ -53,7 +66,7 @@ ATTACH_HANDOVER_SECONDS = 1.0
 
 
 def install(state: ServiceState) -> None:
-    manager = ProcessManager()
+    manager = ProcessManager(KERNEL_COMPAT_POLICY if state.config.kernel_compat else DEFAULT_POLICY)
     state.parts[PART] = manager
     state.sessions.on_delete.append(manager.end_session)
     state.shutdown.append(manager.shutdown)
@@ -119,7 +132,10 @@ async def resize(id_or_name: str, process_id: str, body: ResizeRequest, request:
     responses={200: {"content": {"text/event-stream": {}}, "description": "Output chunks, then the exit event"}},
 )
 async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> StreamingResponse:
-    """SSE: the backlog, then every chunk of stdout/stderr (PTY output as stdout), then the exit event."""
+    """SSE: the backlog, then every chunk of stdout/stderr (PTY output as stdout), then the exit event.
+
+    In --kernel-compat a PTY-backed process sends only the exit event here: its output is `attach`'s alone.
+    """
     state = service_state(request)
     session = state.sessions.get(id_or_name)
     proc = state.parts[PART].get(session, process_id)
@@ -128,8 +144,11 @@ async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> S
 
 async def _sse_events(session: Session, proc: ManagedProcess):
     with session.in_use():
-        async for frames in proc.output.follow(Chunk.sse):
-            yield frames
+        if proc.reads_only_attached:
+            await proc.finished.wait()
+        else:
+            async for frames in proc.output.follow(Chunk.sse):
+                yield frames
         if proc.output.exit_code is not None:
             yield sse_exit_frame(proc.output.exit_code)
 
@@ -147,15 +166,17 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
     try:
         session = state.sessions.get(id_or_name)
         proc = state.parts[PART].get(session, process_id)
+        if proc.policy.pty_output_only_attached and not proc.tty:
+            raise bad_request("process is not PTY-backed", field="process_id")
         if proc.attached:
             # A client that just closed its attach and opens a new one (a reconnect) can be faster than
             # the old handler, which learns of the close a moment after the client: give it that moment.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.detached.wait(), ATTACH_HANDOVER_SECONDS)
         if proc.attached:
-            raise conflict(f"process {process_id} already has an attached client; only one attach at a time")
+            raise conflict(f"process {process_id} already has an active attach session; only one at a time")
     except ServiceError as exc:
-        await _deny(websocket, exc)
+        await _deny(websocket, exc, kernel_shape=state.config.kernel_compat)
         return
     proc.detached.clear()
     try:
@@ -163,14 +184,18 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
         with session.in_use():
             await _attach_session(websocket, proc)
     finally:
+        proc.stop_reading_pty()
         proc.detached.set()
 
 
-async def _deny(websocket: WebSocket, exc: ServiceError) -> None:
-    """Refuse the upgrade with a real HTTP status and the contract's body where the server can."""
+async def _deny(websocket: WebSocket, exc: ServiceError, kernel_shape: bool = False) -> None:
+    """Refuse the upgrade with a real HTTP status and the contract's body (Kernel's VM's in --kernel-compat)."""
     await websocket.receive()  # websocket.connect
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        body = error_body(exc.status, exc.code, exc.message, exc.details)
+        if kernel_shape:
+            body = AttachError(message=exc.message).model_dump()
+        else:
+            body = error_body(exc.status, exc.code, exc.message, exc.details)
         await websocket.send_denial_response(JSONResponse(body, status_code=exc.status))
     else:
         await websocket.close(code=4000 + exc.status, reason=exc.message[:120])
@@ -194,7 +219,7 @@ async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
 
 
 async def _pump_output(websocket: WebSocket, proc: ManagedProcess) -> None:
-    async for data in proc.output.follow(Chunk.raw):
+    async for data in proc.output.follow(Chunk.raw, on_subscribed=proc.start_reading_pty):
         await websocket.send_bytes(data)
 
 
