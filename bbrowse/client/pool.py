@@ -4,12 +4,20 @@ Opening a TCP connection per call would cost more than the call itself on loopba
 the same config share keep-alive connections. httpx connections belong to the event loop that made
 them, hence the registry is per loop (a weak mapping: a finished loop drops its clients). Call
 `close_shared_clients()` at shutdown to close the connections of the running loop.
+
+Streams never starve calls. A streamed response (SSE: log and output follows, watches; downloads)
+holds its connection for as long as it is open, so streams and short calls have separate pools: what
+is sent with `stream=True` goes to a pool without a cap, every other call to the bounded one
+(`MAX_CALL_CONNECTIONS`). An app with 150 log panes open still lists its sessions at once
+(`tests/test_pool.py`, `bench/bench_streams_vs_calls.py`). The attach WebSocket has its own
+connection anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from typing import Any
 
 import httpx
 
@@ -19,7 +27,12 @@ from bbrowse.client.config import ClientConfig
 #: Idle connections are dropped before uvicorn's default 5 s keep-alive closes them on its side, so a
 #: request (stdin above all, which is never re-sent) does not race a server-side close.
 KEEPALIVE_EXPIRY = 4.0
-LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY)
+#: Most connections short calls open at once (one configuration, one event loop).
+MAX_CALL_CONNECTIONS = 100
+LIMITS = httpx.Limits(max_connections=MAX_CALL_CONNECTIONS, max_keepalive_connections=20,
+                      keepalive_expiry=KEEPALIVE_EXPIRY)
+#: Streams: no cap (each is one open stream the caller asked for; the service bounds what it serves).
+STREAM_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY)
 
 _registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, httpx.AsyncClient]] = (
     weakref.WeakKeyDictionary()
@@ -30,19 +43,59 @@ def _key(config: ClientConfig) -> tuple:
     return (config.base_url, config.token, config.connect_timeout, config.timeout)
 
 
-def new_http_client(config: ClientConfig) -> httpx.AsyncClient:
-    """A client with the token, HTTP/1.1 keep-alive, bounded pool and the config's timeouts."""
-    return httpx.AsyncClient(
-        base_url=config.base_url,
-        headers={"Authorization": f"Bearer {config.token}", "User-Agent": f"bbrowse/{__version__}"},
-        timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout),
-        limits=LIMITS,
-        follow_redirects=False,
+class PooledClient(httpx.AsyncClient):
+    """An httpx client whose streamed responses use a second, uncapped pool (`streams`), so they never
+    take the connections short calls wait for. Requests are built by this client (base URL, token,
+    timeouts); only the connection they travel on differs."""
+
+    def __init__(self, *, streams: httpx.AsyncClient, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.streams = streams
+
+    async def send(self, request: httpx.Request, *, stream: bool = False, auth: Any = httpx.USE_CLIENT_DEFAULT,
+                   follow_redirects: Any = httpx.USE_CLIENT_DEFAULT) -> httpx.Response:
+        if stream:
+            return await self.streams.send(request, stream=True, auth=auth, follow_redirects=follow_redirects)
+        return await super().send(request, stream=False, auth=auth, follow_redirects=follow_redirects)
+
+    async def __aenter__(self) -> PooledClient:
+        await self.streams.__aenter__()
+        await super().__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await super().__aexit__(*exc_info)
+        finally:
+            await self.streams.__aexit__(*exc_info)
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            await self.streams.aclose()
+
+
+def _client_options(config: ClientConfig) -> dict[str, Any]:
+    return {
+        "base_url": config.base_url,
+        "headers": {"Authorization": f"Bearer {config.token}", "User-Agent": f"bbrowse/{__version__}"},
+        "timeout": httpx.Timeout(config.timeout, connect=config.connect_timeout),
+        "follow_redirects": False,
         # a plain-http service never needs TLS: skip building an SSL context (tens of ms on first use)
-        verify=config.base_url.startswith("https://"),
+        "verify": config.base_url.startswith("https://"),
         # proxies and CA bundles from the environment apply to remote services, never to loopback
-        trust_env=not config.is_loopback,
-    )
+        "trust_env": not config.is_loopback,
+    }
+
+
+def new_http_client(config: ClientConfig, *, max_calls: int = MAX_CALL_CONNECTIONS) -> PooledClient:
+    """A client with the token, HTTP/1.1 keep-alive and the config's timeouts: at most `max_calls`
+    connections for calls, and as many as there are open streams for streams."""
+    options = _client_options(config)
+    limits = LIMITS if max_calls == MAX_CALL_CONNECTIONS else httpx.Limits(
+        max_connections=max_calls, max_keepalive_connections=min(20, max_calls), keepalive_expiry=KEEPALIVE_EXPIRY)
+    return PooledClient(streams=httpx.AsyncClient(limits=STREAM_LIMITS, **options), limits=limits, **options)
 
 
 def shared_http_client(config: ClientConfig) -> httpx.AsyncClient:
