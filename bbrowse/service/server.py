@@ -127,7 +127,7 @@ def serve(
     config = ServiceConfig(
         token=token, state_dir=root / "service", host=host, port=bound_port,
         chromium_path=chromium_path, public_url=url, replay_link_seconds=replay_link_seconds(),
-        kernel_compat=kernel_compat, retention=retention or RetentionLimits(),
+        kernel_compat=kernel_compat, retention=retention or RetentionLimits(), vm_token_seconds=vm_token_seconds(),
     )
     setup_logging(config.service_log, verbose)
     if not is_loopback(host) and not ssl_certfile:
