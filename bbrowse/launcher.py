@@ -3,14 +3,18 @@
 The app never imports the service: it reads the discovery file a running service writes
 (`serve.json`, 0600: url, pid, token; see `bbrowse.discovery`, which also says what a file of an
 unknown format version does) and reuses that service when it answers, or starts
-`python -m bbrowse serve` as a child process on 127.0.0.1 with a random port and token and stops it
-again on exit. The child is tied to its parent (PR_SET_PDEATHSIG) so it cannot outlive a crash.
+`python -m bbrowse serve` as a child process on 127.0.0.1 with a random port and token.
+
+The service runs in a session of its own, never tied to the thread that started it (the app starts
+it from a worker thread, and PR_SET_PDEATHSIG would fire when that thread ends). A caller that
+started it stops it with `stop()`, or with `stop(wait=False)` when quitting: the service then
+finishes by itself (recordings finalised, browsers closed) while the terminal is already back. If
+the starter dies without stopping it, the service keeps running and is found again through its
+discovery file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import secrets
 import signal
@@ -44,11 +48,24 @@ class EmbeddedService:
     def owned(self) -> bool:
         return self.process is not None
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the service if this process started it; a reused one is left running."""
+    @property
+    def running(self) -> bool:
+        """The process is alive (an owned service: its child; a reused one: its pid)."""
+        if self.process is not None:
+            return self.process.poll() is None
+        return _pid_alive(self.pid)
+
+    def stop(self, timeout: float = 5.0, *, wait: bool = True) -> None:
+        """Stop the service if this process started it; a reused one is left running.
+
+        `wait=False` only asks (SIGTERM) and returns at once: the service shuts down in the background,
+        finalising its recordings, however long that takes.
+        """
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGTERM)
+        if not wait:
+            return
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -91,19 +108,12 @@ def find_running() -> EmbeddedService | None:
     return EmbeddedService(url=info["url"], token=info["token"], pid=int(info["pid"]))
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM it when the parent dies (Linux only)."""
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def start_embedded(extra_args: list[str] | None = None, *, detached: bool = False) -> EmbeddedService:
     """Start `bbrowse serve` on 127.0.0.1 with a random port and token; wait until it answers.
 
-    The app starts it tied to itself and stops it on exit. Scriptable commands start it `detached`:
-    it then outlives the command (so `bbrowse new` followed by `bbrowse sessions` sees the session)
-    and is stopped with `bbrowse serve --stop`.
+    The app keeps the process (`owned`) and stops it when it quits. Scriptable commands start it
+    `detached`: it then outlives the command (so `bbrowse new` followed by `bbrowse sessions` sees the
+    session) and is stopped with `bbrowse serve --stop`.
     """
     token = secrets.token_urlsafe(32)
     log_path = state_dir() / "embedded-serve.log"
@@ -118,7 +128,6 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=None if detached else _die_with_parent,
         )
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
