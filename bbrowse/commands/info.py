@@ -1,8 +1,11 @@
 """`bbrowse info`: which profile and service the commands talk to, whether it answers, and every path.
 
 It only looks: an embedded service that is not running is reported as such, not started (the next
-command that needs it starts it). The token is never printed. A broken config file is reported on
-its own line, with the paths still shown, since `info` is where a user goes to find the file.
+command that needs it starts it). The token is never printed. It also shows how much the local state
+directory holds and the retention limits bounding it: those the running local service reports in its
+discovery file, else those it would start with (`BBROWSE_KEEP_FOR`, `BBROWSE_MAX_STATE_SIZE`, defaults).
+A broken config file is reported on its own line, with the paths still shown, since `info` is where a
+user goes to find the file.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bbrowse.client import (
 from bbrowse.commands.output import print_json, table
 from bbrowse.commands.runner import client_error_code, exit_status, guarded
 from bbrowse.config import ENVIRONMENT, ConfigFileError, Settings, defaults, load_settings
+from bbrowse.limits import RetentionLimits, format_size, parse_duration, parse_size, tree_size
 from bbrowse.paths import config_dir, config_file, serve_file, state_dir, user_themes_dir
 
 #: How long `info` waits for the service to answer before calling it unreachable.
@@ -52,6 +56,21 @@ async def probe(config: ClientConfig) -> str:
     return "ok"
 
 
+def retention_limits() -> RetentionLimits:
+    """The running local service's limits, else what `bbrowse serve` would start with here."""
+    running = launcher.read_discovery()
+    limits = RetentionLimits.from_json(running.get("retention")) if running else None
+    if limits is not None:
+        return limits
+    limits = RetentionLimits()
+    try:
+        keep = parse_duration(os.environ["BBROWSE_KEEP_FOR"]) if "BBROWSE_KEEP_FOR" in os.environ else None
+        size = parse_size(os.environ["BBROWSE_MAX_STATE_SIZE"]) if "BBROWSE_MAX_STATE_SIZE" in os.environ else None
+    except ValueError:
+        return limits
+    return RetentionLimits(keep or limits.keep_seconds, size or limits.max_bytes)
+
+
 def gather() -> dict:
     service_log, launch_log = embedded_log_files()
     info: dict = {"version": __version__}
@@ -68,6 +87,8 @@ def gather() -> dict:
         config_dir=str(config_dir()),
         themes_dir=str(user_themes_dir()),
         state_dir=str(state_dir()),
+        state_size_bytes=tree_size(state_dir()),
+        retention=retention_limits().to_json(),
         discovery_file=str(serve_file()),
         log_file=str(service_log),
         launch_log=str(launch_log),
@@ -114,6 +135,8 @@ def show(info: dict) -> None:
         ["config dir", info["config_dir"]],
         ["themes dir", info["themes_dir"]],
         ["state dir", info["state_dir"]],
+        ["state size", f"{format_size(info['state_size_bytes'])} "
+                       f"({RetentionLimits.from_json(info['retention']).describe()})"],
         ["discovery file", info["discovery_file"]],
         ["service log", info["log_file"]],
         ["launch log", info["launch_log"]],

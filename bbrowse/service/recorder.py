@@ -297,24 +297,26 @@ class ReplayManager:
         self.ffmpeg = shutil.which("ffmpeg")
         self._replays: dict[str, dict[str, ReplayRecord]] = {}
         self._active: dict[str, Recording] = {}
-        #: When each session's replays were last looked up (time.monotonic), for `in_use`.
+        #: When each session's replays were last looked up (`clock`, Unix seconds), for `in_use`.
         self._looked_up: dict[str, float] = {}
+        #: Retention's clock (set by `retention.install`, so a test that moves it moves this grace too).
+        self.clock: Callable[[], float] = time.time
 
     def list(self, session: Session) -> list[ReplayRecord]:
-        self._looked_up[session.session_id] = time.monotonic()
+        self._looked_up[session.session_id] = self.clock()
         return sorted(self._replays.get(session.session_id, {}).values(), key=lambda r: r.started_at)
 
     def get(self, session: Session, replay_id: str) -> ReplayRecord:
         record = self._replays.get(session.session_id, {}).get(replay_id)
         if record is None:
             raise not_found(f"replay {replay_id!r} not found in browser session {session.session_id}")
-        self._looked_up[session.session_id] = time.monotonic()
+        self._looked_up[session.session_id] = self.clock()
         return record
 
     def find(self, replay_id: str) -> ReplayRecord | None:
         for session_id, replays in self._replays.items():
             if replay_id in replays:
-                self._looked_up[session_id] = time.monotonic()
+                self._looked_up[session_id] = self.clock()
                 return replays[replay_id]
         return None
 
@@ -326,7 +328,7 @@ class ReplayManager:
         if session_id in self._active:
             return True
         looked_up = self._looked_up.get(session_id)
-        if looked_up is not None and time.monotonic() - looked_up < IN_USE_GRACE_SECONDS:
+        if looked_up is not None and self.clock() - looked_up < IN_USE_GRACE_SECONDS:
             return True
         replays = self._replays.get(session_id, {})
         return any(r.state in (ReplayState.RECORDING, ReplayState.FINALISING) for r in list(replays.values()))

@@ -353,6 +353,8 @@ def install(state) -> None:
         state.config.state_dir, state.sessions, state.config.retention,
         service_log=state.config.service_log, replays=state.parts.get("replays"), clock=clock_from_env(),
     )
+    if retention.replays is not None:
+        retention.replays.clock = retention.clock  # one clock for "ended long ago" and "looked up just now"
     state.parts["retention"] = retention
     state.startup.append(retention.start)
     state.shutdown.append(retention.stop)
