@@ -35,6 +35,7 @@ from websockets.sync.client import connect
 from bbrowse.service.app import create_app, flat_routes
 from bbrowse.service.auth import JWT_AUTH_PATHS
 from bbrowse.service.config import ServiceConfig
+from bbrowse.service.vm_endpoint import is_vm_path
 from bbrowse.wire import InstanceProxyError
 
 TOKEN = "tok-" + secrets.token_urlsafe(24)
@@ -92,6 +93,9 @@ def registered_routes() -> list[tuple[str, str, str]]:
 
 
 ROUTES = registered_routes()
+#: Routes of the sessions' VM endpoints (`/vm/{id}/...`) authenticate by the session `jwt` alone, never the bearer
+#: token: tests/test_vm_auth.py walks them (from the same app) with every wrong and forged jwt.
+BEARER_ROUTES = [r for r in ROUTES if not is_vm_path(r[2])]
 
 
 def test_the_walk_covers_every_area() -> None:
@@ -102,6 +106,8 @@ def test_the_walk_covers_every_area() -> None:
                      "/browsers/{id_or_name}/logs/stream", "/browsers/{id_or_name}/replays", "/openapi.json"):
         assert expected in paths
     assert ("websocket", "GET", "/browsers/{id_or_name}/process/{process_id}/attach") in ROUTES
+    assert ("http", "POST", "/vm/{id_or_name}/process/spawn") in ROUTES  # the jwt walk's share
+    assert len(BEARER_ROUTES) >= 25
 
 
 def fill(path: str, things: dict[str, str]) -> str:
@@ -116,7 +122,8 @@ def assert_unauthorized(response_status: int, body: bytes, what: str) -> None:
     assert parsed["message"], what
 
 
-@pytest.mark.parametrize(("kind", "method", "path"), [r for r in ROUTES if r[0] == "http"], ids=lambda v: str(v))
+@pytest.mark.parametrize(("kind", "method", "path"), [r for r in BEARER_ROUTES if r[0] == "http"],
+                         ids=lambda v: str(v))
 def test_every_http_route_refuses_a_missing_or_wrong_token(
     served: ServiceHandle, things: dict[str, str], kind: str, method: str, path: str
 ) -> None:
@@ -152,7 +159,7 @@ def test_unknown_paths_and_the_documents_also_need_the_token(served: ServiceHand
 def test_the_attach_websocket_handshake_is_refused_with_401(
     served: ServiceHandle, things: dict[str, str], case: str
 ) -> None:
-    [path] = [p for kind, _, p in ROUTES if kind == "websocket"]
+    [path] = [p for kind, _, p in BEARER_ROUTES if kind == "websocket"]
     url = served.url.replace("http://", "ws://", 1) + fill(path, things)
     with pytest.raises(InvalidStatus) as refused:
         with connect(url, additional_headers=WRONG[case], open_timeout=10):
