@@ -34,6 +34,9 @@ async def open_shell(pilot, app, browser: Browser) -> ShellTab:
     await wait_for(pilot, lambda: bool(app.screen.query(ShellTab)), what="shell tab")
     tab = app.screen.query_one(ShellTab)
     await wait_for(pilot, lambda: tab.shell is not None and tab.shell.running, what="shell started")
+    if not tab.terminal.has_focus:  # a session opens on its tab bar; enter goes into the shell
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: tab.terminal.has_focus, what="terminal focused")
     # the prompt is drawn once bash (or sh) is ready
     await wait_for(pilot, lambda: screen_text(tab).rstrip().endswith(("#", "$")), what="prompt")
     return tab

@@ -1,4 +1,5 @@
-"""Async client of the Browser Instance Control Service: REST, SSE, the attach WebSocket, typed errors.
+"""Async client of the Browser Instance Control Service: REST, SSE, the attach WebSocket, typed errors,
+and direct routing to each session's VM as the official SDK does it (`routing.py`).
 
 Imports `bbrowse.wire` and nothing of the service. Start with `BrowserClient`.
 """
@@ -26,7 +27,9 @@ from bbrowse.client.errors import (
     Unauthorized,
 )
 from bbrowse.client.pool import close_shared_clients
+from bbrowse.client.pty_output import PtyOutput
 from bbrowse.client.retry import NO_RETRY, RetryPolicy
+from bbrowse.client.routing import Route, RouteCache
 from bbrowse.client.sessions import SessionPage
 from bbrowse.client.stdin_writer import StdinWriter
 from bbrowse.client.streams import Stream
@@ -49,9 +52,12 @@ __all__ = [
     "IncompleteStream",
     "NotFound",
     "ProtocolError",
+    "PtyOutput",
     "RateLimited",
     "RequestTimeout",
     "RetryPolicy",
+    "Route",
+    "RouteCache",
     "ServerError",
     "ServiceError",
     "SessionGone",

@@ -15,38 +15,53 @@ asked for by us) raises `IncompleteStream`; an abnormal close raises `Connection
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-from urllib.parse import urlsplit
+from collections.abc import AsyncIterator, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from bbrowse import __version__
 from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolError, error_from_response, snippet
+from bbrowse.client.routing import Route, RouteCache
 from bbrowse.wire import AttachExit, AttachResize
 
 #: Largest single frame accepted from the service (PTY output comes in far smaller pieces).
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+#: Frames received but not yet read before the connection stops reading the socket (back-pressure).
+RECEIVE_QUEUE_FRAMES = 64
 
 
 class AttachSession:
-    """One attach connection; not reusable after it closes."""
+    """One attach connection; not reusable after it closes.
+
+    `endpoints` are tried in order: the session's VM (jwt in the query, no API key) when the client knows
+    its route, then the control plane. A 401/403 from the VM drops the route (`routes.forget`) and the
+    next endpoint is tried, as the official SDK does for every VM call; any other refusal is raised.
+    """
 
     def __init__(
         self,
-        url: str,
-        headers: Mapping[str, str],
+        endpoints: str | Sequence[tuple[str, Mapping[str, str], Route | None]],
+        headers: Mapping[str, str] | None = None,
         *,
+        routes: RouteCache | None = None,
         open_timeout: float = 10.0,
         rows: int | None = None,
         cols: int | None = None,
         use_env_proxy: bool | None = None,
     ) -> None:
-        self.url = url
-        self._headers = dict(headers)
+        if isinstance(endpoints, str):
+            endpoints = [(endpoints, dict(headers or {}), None)]
+        self._endpoints = list(endpoints)
+        self._routes = routes
+        #: The URL connected to (or about to be), without its query: safe to show, the jwt stays out.
+        self.url = _shown(self._endpoints[0][0])
+        #: True when connected to the session's VM rather than the control plane.
+        self.direct = False
         self._open_timeout = open_timeout
         self._initial_size = (rows, cols) if rows and cols else None
-        host = urlsplit(url).hostname or ""
+        host = urlsplit(self.url).hostname or ""
         self._proxy: bool | None = (use_env_proxy if use_env_proxy is not None
                                     else host not in ("127.0.0.1", "::1", "localhost"))
         self._ws: ClientConnection | None = None
@@ -55,22 +70,31 @@ class AttachSession:
         self.exit_code: int | None = None
 
     async def __aenter__(self) -> AttachSession:
-        try:
-            self._ws = await connect(
-                self.url,
-                additional_headers=self._headers,
-                user_agent_header=f"bbrowse/{__version__}",
-                open_timeout=self._open_timeout,
-                compression=None,
-                max_size=MAX_FRAME_BYTES,
-                proxy=True if self._proxy else None,
-            )
-        except InvalidStatus as exc:
-            response = exc.response
-            raise error_from_response(response.status_code, bytes(response.body or b""), method="GET",
-                                      url=self.url) from None
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
-            raise ConnectionLost(f"attach {self.url}: {exc or type(exc).__name__}") from exc
+        for index, (url, headers, route) in enumerate(self._endpoints):
+            self.url, self.direct = _shown(url), route is not None
+            try:
+                self._ws = await connect(
+                    url,
+                    additional_headers=dict(headers),
+                    user_agent_header=f"bbrowse/{__version__}",
+                    open_timeout=self._open_timeout,
+                    compression=None,
+                    max_size=MAX_FRAME_BYTES,
+                    max_queue=RECEIVE_QUEUE_FRAMES,
+                    proxy=True if self._proxy else None,
+                )
+            except InvalidStatus as exc:
+                response = exc.response
+                status = response.status_code
+                if route is not None and status in (401, 403) and index + 1 < len(self._endpoints):
+                    if self._routes is not None:
+                        self._routes.forget(route.session_id, route.jwt)
+                    continue
+                raise error_from_response(status, bytes(response.body or b""), method="GET",
+                                          url=self.url) from None
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+                raise ConnectionLost(f"attach {self.url}: {exc or type(exc).__name__}") from exc
+            break
         if self._initial_size:
             await self.resize(*self._initial_size)
         return self
@@ -135,3 +159,9 @@ class AttachSession:
             except ValueError:
                 raise ProtocolError(f"attach {self.url}: malformed exit frame {text[:200]!r}") from None
         # other control frames are ignored: the contract may grow new ones
+
+
+def _shown(url: str) -> str:
+    """`url` without its query (where the jwt travels)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))

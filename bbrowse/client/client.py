@@ -21,6 +21,7 @@ from bbrowse.client.files import Files
 from bbrowse.client.logs import Logs
 from bbrowse.client.processes import Processes
 from bbrowse.client.replays import Replays
+from bbrowse.client.routing import RouteCache
 from bbrowse.client.sessions import Sessions
 from bbrowse.client.transport import Transport
 
@@ -46,6 +47,11 @@ class BrowserClient:
         self.logs = Logs(self.transport)
         self.replays = Replays(self.transport)
         self.computer = Computer(self.transport)
+
+    @property
+    def routes(self) -> RouteCache:
+        """Where each session's VM answers, learned from the Browser objects this client read (`routing.py`)."""
+        return self.transport.routes
 
     @property
     def base_url(self) -> str:

@@ -160,12 +160,16 @@ class Processes:
     ) -> AttachSession:
         """The PTY of a process over the `attach` WebSocket; use as `async with`.
 
-        `url` overrides the WebSocket URL (the cloud serves attach from the session's own base URL).
+        Through the session's VM (`{base_url}/process/{id}/attach?jwt=...`) when the client knows its
+        route, else (or when the VM refuses the jwt) through the control plane. `url` overrides both.
         """
-        ws_url = url or self._t.config.websocket_base_url + self._path(id_or_name, process_id, "/attach")
-        headers = {"Authorization": f"Bearer {self._t.config.token}"}
-        return AttachSession(ws_url, headers, open_timeout=self._t.config.connect_timeout + 5, rows=rows, cols=cols,
-                             use_env_proxy=not self._t.config.is_loopback)
+        config = self._t.config
+        if url is not None:
+            endpoints = [(url, {"Authorization": f"Bearer {config.token}"}, None)]
+        else:
+            endpoints = self._t.websocket_endpoints(self._path(id_or_name, process_id, "/attach"))
+        return AttachSession(endpoints, routes=self._t.routes, open_timeout=config.connect_timeout + 5,
+                             rows=rows, cols=cols, use_env_proxy=not config.is_loopback)
 
 
 def _command_body(

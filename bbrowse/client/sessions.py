@@ -1,4 +1,4 @@
-"""Browser sessions: list (paged), create, get, delete."""
+"""Browser sessions: list (paged), create, get, delete; each Browser read fills the client's route cache."""
 
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ class Sessions:
             params["status"] = str(status)
         response = await self._t.request("GET", "/browsers", params=params, idempotent=True)
         items = model_list(Browser, response, "list sessions")
+        for browser in items:
+            self._t.routes.learn(browser)
         has_more = response.headers.get("x-has-more", "false").strip().lower() == "true"
         next_offset = _int_or_none(response.headers.get("x-next-offset"))
         if has_more and (next_offset is None or next_offset <= offset):
@@ -86,15 +88,21 @@ class Sessions:
             body["viewport"] = (viewport.model_dump(exclude_none=True) if isinstance(viewport, BrowserViewport)
                                 else dict(viewport))
         response = await self._t.request("POST", "/browsers", json=body, idempotent=False)
-        return model(Browser, response, "create session")
+        return self._learned(model(Browser, response, "create session"))
 
     async def get(self, id_or_name: str) -> Browser:
         response = await self._t.request("GET", f"/browsers/{segment(id_or_name)}", idempotent=True)
-        return model(Browser, response, "get session")
+        return self._learned(model(Browser, response, "get session"))
 
     async def delete(self, id_or_name: str) -> None:
         """Delete the session: ends its processes, recordings and browser (204)."""
         await self._t.request("DELETE", f"/browsers/{segment(id_or_name)}", idempotent=True, ok=(200, 204))
+        self._t.routes.forget(id_or_name)
+
+    def _learned(self, browser: Browser) -> Browser:
+        """Every Browser object read teaches the client where that session's VM answers (`routing.py`)."""
+        self._t.routes.learn(browser)
+        return browser
 
 
 def _int_or_none(value: str | None) -> int | None:

@@ -2,7 +2,9 @@
 
 Every area of the client (sessions, processes, files...) goes through `Transport.request` for
 plain calls and `Transport.open_stream` for streamed bodies and SSE, so retry and error rules live
-in one place. Non-idempotent calls (stdin, spawn, exec, create, replay start) are sent exactly once.
+in one place. Non-idempotent calls (stdin, spawn, exec, create, replay start) are never retried after a
+failure that may have come after they took effect; the one resend is the SDK's: a call the session's
+VM refused with 401/403 (not executed) goes once to the control plane.
 """
 
 from __future__ import annotations
@@ -10,21 +12,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
 import httpx
-from httpx_sse import aconnect_sse
 
 from bbrowse.client.config import ClientConfig
 from bbrowse.client.errors import ConnectionLost, RequestTimeout, error_from_response
 from bbrowse.client.pool import shared_http_client
 from bbrowse.client.retry import RETRYABLE_STATUSES, parse_retry_after
+from bbrowse.client.routing import Route, RouteCache, subresources_from_env
 
 #: Error bodies are read up to this size; anything longer is not a contract error body anyway.
 MAX_ERROR_BODY = 64 * 1024
 _OK = (200,)
+_SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
 
 
 def segment(value: str) -> str:
@@ -40,13 +43,25 @@ def describe_transport_error(exc: httpx.TransportError, method: str, url: str) -
 
 
 class Transport:
-    """Sends calls for one `ClientConfig`; shares its connections with every other Transport of the same config."""
+    """Sends calls for one `ClientConfig`; shares its connections with every other Transport of the same config.
+
+    Calls to a session's `process/*`, `fs/*`, `logs/stream` and `computer/*` go straight to the session's
+    VM when its route is known (`routes`, filled from every Browser object read; see `routing.py`):
+    to `{base_url}/{tail}?jwt=...`, with no Authorization header. A 401 or 403 from the VM is the jwt
+    check refusing the call before anything ran: the route is dropped and the call is sent once more,
+    to the control plane, when its body can be sent again (any body but a streamed upload). This is
+    what the official SDK does, for every method: spawn, exec and stdin included, since a call the VM
+    refused was not executed. After any other failure those three are never sent again (a 5xx or a
+    broken connection may come after the program started or the key was typed).
+    """
 
     def __init__(self, config: ClientConfig, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._own_http = http
         #: Streams wait for data as long as the service keeps the connection open.
         self.stream_timeout = httpx.Timeout(config.timeout, connect=config.connect_timeout, read=None)
+        #: Where each session's VM answers (empty: every call goes to the control plane).
+        self.routes = RouteCache(subresources_from_env())
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -54,6 +69,39 @@ class Transport:
 
     def url(self, path: str) -> str:
         return self.config.base_url + path
+
+    def _target(self, path: str, direct: tuple[Route, str] | None) -> str:
+        return direct[0].url(direct[1]) if direct is not None else self.url(path)
+
+    def _build(
+        self,
+        method: str,
+        path: str,
+        direct: tuple[Route, str] | None,
+        *,
+        params: Mapping[str, Any] | None,
+        json: Any = None,
+        content: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: Any = httpx.USE_CLIENT_DEFAULT,
+    ) -> httpx.Request:
+        if direct is None:
+            return self.http.build_request(method, path, params=params, json=json, content=content,
+                                           headers=headers, timeout=timeout)
+        route, tail = direct
+        query = dict(params or {})
+        query["jwt"] = route.jwt
+        request = self.http.build_request(method, route.url(tail), params=query, json=json, content=content,
+                                          headers=headers, timeout=timeout)
+        request.headers.pop("Authorization", None)  # the VM takes the jwt; the API key never goes there
+        return request
+
+    def _refused_by_vm(self, direct: tuple[Route, str] | None, response: httpx.Response) -> bool:
+        """A 401/403 from a session's VM: its route is dropped (unless a fresher one replaced it meanwhile)."""
+        if direct is None or response.status_code not in (401, 403):
+            return False
+        self.routes.forget(direct[0].session_id, direct[0].jwt)
+        return True
 
     async def request(
         self,
@@ -63,7 +111,7 @@ class Transport:
         idempotent: bool,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-        content: bytes | None = None,
+        content: Any = None,
         headers: Mapping[str, str] | None = None,
         timeout: httpx.Timeout | float | object | None = httpx.USE_CLIENT_DEFAULT,
         ok: Iterable[int] = _OK,
@@ -71,19 +119,23 @@ class Transport:
         """Send a call; its response (body read) when the status is in `ok`, the typed error otherwise."""
         started = time.monotonic()
         attempt = 0
+        direct = self.routes.for_path(path)
         while True:
+            request = self._build(method, path, direct, params=params, json=json, content=content, headers=headers,
+                                  timeout=timeout)
             try:
-                response = await self.http.request(
-                    method, path, params=params, json=json, content=content, headers=headers, timeout=timeout,
-                )
+                response = await self.http.send(request)
             except httpx.TransportError as exc:
-                error = describe_transport_error(exc, method, self.url(path))
-                await self._wait_or_raise(error, exc, attempt, None, idempotent, started)
+                error = describe_transport_error(exc, method, self._target(path, direct))
+                await self._wait_or_raise(error, exc, attempt, None, idempotent and replayable(content), started)
                 attempt += 1
                 continue
             if response.status_code in ok:
                 return response
-            error = self._error(response, response.content, method, path)
+            if self._refused_by_vm(direct, response) and replayable(content):
+                direct = None  # once: the control plane's own 401/403 is the caller's answer
+                continue
+            error = self._error(response, response.content, method, self._target(path, direct))
             await self._wait_or_raise(error, None, attempt, response, idempotent, started)
             attempt += 1
 
@@ -102,26 +154,23 @@ class Transport:
         """Open a streamed response and yield it once its status is in `ok` (the body not yet read).
 
         Retries happen only before the first byte of a good response is handed over, so a stream is
-        never replayed. SSE streams are opened with httpx-sse's `aconnect_sse` (its Accept headers).
+        never replayed. SSE streams ask for `text/event-stream` and no caching (as httpx-sse does).
         """
         started = time.monotonic()
         attempt = 0
         ok = tuple(ok)
+        direct = self.routes.for_path(path)
+        headers = _SSE_HEADERS if sse else None
         while True:
-            opener: AbstractAsyncContextManager[Any]
-            kwargs = {"params": params, "json": json, "timeout": self.stream_timeout}
-            if sse:
-                opener = aconnect_sse(self.http, method, path, **kwargs)
-            else:
-                opener = self.http.stream(method, path, **kwargs)
+            request = self._build(method, path, direct, params=params, json=json, headers=headers,
+                                  timeout=self.stream_timeout)
             try:
-                opened = await opener.__aenter__()
+                response = await self.http.send(request, stream=True)
             except httpx.TransportError as exc:
-                error = describe_transport_error(exc, method, self.url(path))
+                error = describe_transport_error(exc, method, self._target(path, direct))
                 await self._wait_or_raise(error, exc, attempt, None, idempotent, started)
                 attempt += 1
                 continue
-            response: httpx.Response = opened.response if sse else opened
             if response.status_code in ok:
                 break
             try:
@@ -129,21 +178,32 @@ class Transport:
             except httpx.TransportError:
                 body = b""
             finally:
-                await opener.__aexit__(None, None, None)
-            error = self._error(response, body, method, path)
+                await response.aclose()
+            if self._refused_by_vm(direct, response):
+                direct = None
+                continue
+            error = self._error(response, body, method, self._target(path, direct))
             await self._wait_or_raise(error, None, attempt, response, idempotent, started)
             attempt += 1
         try:
             yield response
-        except BaseException as exc:
-            if not await opener.__aexit__(type(exc), exc, exc.__traceback__):
-                raise
-        else:
-            await opener.__aexit__(None, None, None)
+        finally:
+            await response.aclose()
 
-    def _error(self, response: httpx.Response, body: bytes, method: str, path: str):
+    def websocket_endpoints(self, path: str) -> list[tuple[str, dict[str, str], Route | None]]:
+        """Where to open the WebSocket at `path`, in order: the session's VM (jwt in the query, no API key)
+        when its route is known, then the control plane (bearer token)."""
+        endpoints: list[tuple[str, dict[str, str], Route | None]] = []
+        direct = self.routes.for_path(path)
+        if direct is not None:
+            endpoints.append((direct[0].websocket_url(direct[1]), {}, direct[0]))
+        endpoints.append((self.config.websocket_base_url + path,
+                          {"Authorization": f"Bearer {self.config.token}"}, None))
+        return endpoints
+
+    def _error(self, response: httpx.Response, body: bytes, method: str, url: str):
         return error_from_response(
-            response.status_code, body, method=method, url=self.url(path),
+            response.status_code, body, method=method, url=url,
             retry_after=parse_retry_after(response.headers.get("retry-after")),
         )
 
@@ -166,6 +226,11 @@ class Transport:
         if delay is None or time.monotonic() - started + delay > policy.total_seconds:
             raise error from cause
         await asyncio.sleep(delay)
+
+
+def replayable(content: Any) -> bool:
+    """Whether a body can be sent a second time byte for byte (a streamed upload cannot)."""
+    return content is None or isinstance(content, bytes | bytearray | memoryview | str)
 
 
 async def read_bounded(response: httpx.Response, limit: int) -> bytes:

@@ -1,9 +1,12 @@
 """One remote PTY shell, independent of any widget: spawn, input, output, resize, exit, reconnect.
 
-`write` sends bytes to the program's stdin; the caller keeps the order (the terminal widget has one
-sender that joins keys typed while a request is in flight). Output arrives through the async
-`on_output`, which may apply back-pressure; when the stream breaks (service restarted, network) it
-reconnects with backoff, calls `on_reset` first, and the service's backlog redraws the screen.
+Output comes from `PtyOutput` (bbrowse.client): the `attach` WebSocket through the session's VM
+endpoint, binary frames handed to `on_output` as they arrive (the terminal parses them), or
+`stdout/stream` when attach is refused; `on_path` says which ("attach" / "stream"). A dropped
+connection is reopened and the size nudged so full-screen programs repaint; the exit code comes from
+the exit frame or the process's status, never a hang. `write` sends bytes to the program's stdin
+through the `stdin` operation; the caller keeps the order (the terminal widget has one sender that
+joins keys typed while a request is in flight).
 """
 
 from __future__ import annotations
@@ -13,13 +16,11 @@ import contextlib
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 
-from bbrowse.client import BrowserClient, ClientError, NotFound, ServiceError, SessionGone
-from bbrowse.wire import ProcessExitEvent
+from bbrowse.client import BrowserClient, ClientError
+from bbrowse.client.pty_output import PtyOutput
 
 #: What a shell pane runs unless configured otherwise: bash where there is one, else sh.
 DEFAULT_SHELL: tuple[str, ...] = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
-
-RECONNECT_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 class ShellSession:
@@ -28,25 +29,28 @@ class ShellSession:
         client: BrowserClient,
         session_id: str,
         *,
-        on_output: Callable[[bytes], Awaitable[object]],
-        on_exit: Callable[[int], None],
+        on_output: Callable[[bytes], Awaitable[object] | None],
+        on_exit: Callable[[int | None], None],
         on_error: Callable[[BaseException], None] = lambda error: None,
-        on_reset: Callable[[], None] = lambda: None,
-        on_connected: Callable[[], None] = lambda: None,
+        on_path: Callable[[str], None] = lambda path: None,
         command: Sequence[str] = DEFAULT_SHELL,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.client = client
         self.session_id = session_id
         self.command = tuple(command)
+        self.env = env
         self.process_id: str | None = None
+        #: The exit code once the program ended (None with `exited` set: ended, code unknown).
         self.exit_code: int | None = None
+        self.exited = False
+        self.output: PtyOutput | None = None
         self._on_output = on_output
         self._on_exit = on_exit
         self._on_error = on_error
-        self._on_reset = on_reset
-        self._on_connected = on_connected
+        self._on_path = on_path
         self._size: tuple[int, int] | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._task: asyncio.Task | None = None
 
     @property
     def title(self) -> str:
@@ -54,17 +58,40 @@ class ShellSession:
 
     @property
     def running(self) -> bool:
-        return self.process_id is not None and self.exit_code is None
+        return self.process_id is not None and not self.exited
+
+    @property
+    def path(self) -> str | None:
+        """How the output arrives: "attach", "stream", or None before the first connection."""
+        return self.output.path if self.output is not None else None
 
     async def start(self, cols: int, rows: int) -> None:
-        """Spawn with a PTY of exactly `cols`×`rows`, then pump output and input until it exits."""
-        self.exit_code = None
+        """Spawn with a PTY of exactly `cols`×`rows`, then pump its output until it exits."""
+        self.exit_code, self.exited, self.output = None, False, None
         self._size = (cols, rows)
+        if self.session_id not in self.client.routes:
+            # Learn where the session's VM is (its base_url and jwt) so every call below goes direct.
+            with contextlib.suppress(ClientError):  # the spawn reports the real problem
+                await self.client.sessions.get(self.session_id)
         result = await self.client.processes.spawn(
-            self.session_id, self.command[0], self.command[1:], allocate_tty=True, cols=cols, rows=rows
+            self.session_id, self.command[0], self.command[1:], allocate_tty=True, cols=cols, rows=rows,
+            env=self.env,
         )
         self.process_id = result.process_id
-        self._tasks = [asyncio.create_task(self._pump_output(), name=f"shell-output-{self.process_id}")]
+        self.output = PtyOutput(self.client, self.session_id, result.process_id, on_output=self._on_output,
+                                size=(rows, cols), on_path=self._on_path, on_error=self._on_error)
+        self._task = asyncio.create_task(self._pump(self.output), name=f"shell-output-{self.process_id}")
+
+    async def _pump(self, output: PtyOutput) -> None:
+        try:
+            code = await output.run()
+        except asyncio.CancelledError:
+            raise
+        except ClientError as error:  # the session or process is gone, or attach and stream both failed
+            self._on_error(error)
+            code = None
+        self.exit_code, self.exited = code, True
+        self._on_exit(code)
 
     async def write(self, data: bytes) -> None:
         """Send bytes to the program's stdin now (never re-sent: a retry could type twice)."""
@@ -72,11 +99,11 @@ class ShellSession:
             await self.client.processes.stdin(self.session_id, self.process_id, data)
 
     async def resize(self, cols: int, rows: int) -> None:
-        if (cols, rows) == self._size or not self.running:
+        if (cols, rows) == self._size or not self.running or self.output is None:
             return
         self._size = (cols, rows)
         try:
-            await self.client.processes.resize(self.session_id, self.process_id, rows=rows, cols=cols)
+            await self.output.resize(rows, cols)
         except ClientError as error:
             self._on_error(error)
 
@@ -86,46 +113,11 @@ class ShellSession:
 
     async def close(self) -> None:
         """Stop pumping; a still-running remote shell is hung up (HUP), like closing a terminal window."""
-        for task in self._tasks:
+        task, self._task = self._task, None
+        if task is not None:
             task.cancel()
-        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._tasks = []
         if self.running:
             with contextlib.suppress(ClientError):
                 await self.client.processes.kill(self.session_id, self.process_id, "HUP")
-
-    async def _pump_output(self) -> None:
-        attempt = 0
-        while True:
-            try:
-                async with self.client.processes.stdout_stream(self.session_id, self.process_id) as events:
-                    if attempt:
-                        self._on_reset()
-                    attempt = 0
-                    self._on_connected()
-                    async for event in events:
-                        if type(event) is ProcessExitEvent:
-                            self.exit_code = event.exit_code
-                            self._on_exit(event.exit_code)
-                            return
-                        await self._on_output(event.data())
-            except asyncio.CancelledError:
-                raise
-            except (NotFound, SessionGone) as error:
-                # The process (or its session) is gone for good: nothing to reconnect to.
-                self.exit_code = -1
-                self._on_error(error)
-                self._on_exit(-1)
-                return
-            except ClientError as error:
-                if isinstance(error, ServiceError) and error.status < 500 and error.status != 429:
-                    self._on_error(error)
-                    self.exit_code = -1
-                    self._on_exit(-1)
-                    return
-                self._on_error(error)
-            delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
-            attempt += 1
-            await asyncio.sleep(delay)

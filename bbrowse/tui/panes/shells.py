@@ -1,9 +1,10 @@
 """Shells of a session: several PTY terminals in tabs, each a `TerminalView` wired to a `ShellSession`.
 
 A shell is spawned at the terminal's exact size once the pane has been laid out; later size changes
-resize the remote PTY (the widget debounces them). Keys typed in a terminal go to the program; a
-double Esc leaves the terminal and the pane's own keys (`t` new shell, `w` close, `enter` back in)
-work again.
+resize the remote PTY (the widget debounces them). The output arrives over `attach` (binary frames fed
+straight to the emulator) or, when attach is refused, over `stdout/stream`: the border says which.
+Keys typed in a terminal go to the program; a double Esc leaves the terminal and the pane's own keys
+(`t` new shell, `w` close, `enter` back in) work again.
 """
 
 from __future__ import annotations
@@ -44,9 +45,17 @@ class ShellTab(TabPane):
             on_output=self.terminal.write,
             on_exit=self._exited,
             on_error=self._error,
-            on_reset=self.terminal.reset,
+            on_path=self._path_changed,
             command=self.app.shell_command,
         )
+
+    def _show_state(self, state: str) -> None:
+        self.terminal.border_title = f"{self.base_title} · {state}"
+
+    def _path_changed(self, path: str) -> None:
+        """The border names the output path: "attach" (the WebSocket) or "stream" (stdout/stream)."""
+        if self.shell is not None and self.shell.process_id is not None:
+            self._show_state(f"process {self.shell.process_id[:8]} · {path}")
 
     async def _write(self, data: bytes) -> None:
         if self.shell is not None:
@@ -69,16 +78,17 @@ class ShellTab(TabPane):
             self.app.report_error(error, "Could not start the shell")
             self.terminal.show_exit(None)
             return
-        self.terminal.border_title = f"{self.base_title} · process {self.shell.process_id[:8]}"
+        if self.shell.path is None:
+            self._show_state(f"process {self.shell.process_id[:8]}")
         self.app.connection_ok()
 
     @work(group="shell-resize")
     async def _resize(self, cols: int, rows: int) -> None:
         await self.shell.resize(cols, rows)
 
-    def _exited(self, code: int) -> None:
+    def _exited(self, code: int | None) -> None:
         self.terminal.show_exit(code)
-        self.terminal.border_title = f"{self.base_title} · exited {code}"
+        self._show_state(f"exited {code}" if code is not None else "ended")
 
     def _error(self, error: BaseException) -> None:
         self.app.report_error(error, "Shell")

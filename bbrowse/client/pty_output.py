@@ -1,0 +1,328 @@
+"""The output of one PTY process, the way a terminal needs it: raw bytes, in order, until the exit code.
+
+    output = PtyOutput(client, session_id, process_id, on_output=terminal.feed, size=(rows, cols))
+    exit_code = await output.run()          # None: the process is gone and its status with it
+
+Used by the shell pane and `bbrowse shell`. Where the output comes from (`path`):
+
+- `attach` first: the WebSocket `process/{id}/attach`, through the session's VM when the client knows
+  its route. Binary frames are handed to `on_output` as they are, no JSON, no base64. This is the only
+  way Kernel's VM (and `bbrowse serve --kernel-compat`) gives a PTY's output at all.
+- `stream` when attach is refused (409: someone else is attached; a service without the route;
+  any other refusal but a missing process): `stdout/stream`, which `bbrowse serve` fills for PTYs too.
+
+A connection that drops (no exit frame) is opened again at once, then with backoff; each time the
+process's `status` is asked first, so an exit that happened meanwhile ends the run with its code
+instead of a reconnect that can never succeed. After a reattach the PTY size is nudged (one column
+less, then back) so full-screen programs repaint: Kernel's VM replays nothing. Where the service does
+replay a backlog (`bbrowse serve`), the part already shown is dropped (`BacklogFilter`).
+
+Resizes go over the attach connection as `{"type":"resize"}` text frames while attached (one frame,
+no request: measured 0.10 ms against 0.9 ms for the HTTP call, see bench/bench_keystroke.py), else
+through the `resize` operation. Keystrokes are not this module's business: they go through `stdin`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from bbrowse.client.attach import AttachSession
+from bbrowse.client.backlog_filter import QUIET_SECONDS, BacklogFilter, RecentOutput
+from bbrowse.client.errors import (
+    ClientError,
+    ConnectionLost,
+    IncompleteStream,
+    NotFound,
+    ProtocolError,
+    RateLimited,
+    ServerError,
+    ServiceError,
+    SessionGone,
+)
+from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
+
+if TYPE_CHECKING:
+    from bbrowse.client.client import BrowserClient
+
+ATTACH = "attach"
+STREAM = "stream"
+#: Waits before reconnect number 1, 2, ... (the first is immediate: a drop is usually a one-off).
+RECONNECT_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+#: How long the nudged size stays before the real one is restored, unless output comes sooner.
+NUDGE_SECONDS = 0.2
+
+Output = Callable[[bytes], Awaitable[object] | None]
+
+
+class PtyOutput:
+    def __init__(
+        self,
+        client: BrowserClient,
+        session_id: str,
+        process_id: str,
+        *,
+        on_output: Output,
+        size: tuple[int, int] | None = None,
+        on_path: Callable[[str], object] = lambda path: None,
+        on_error: Callable[[BaseException], object] = lambda error: None,
+        give_up_after: float | None = None,
+    ) -> None:
+        """`size` is (rows, cols) as spawned. `on_output` may be async (awaited: back-pressure) or not.
+        `on_error` hears of every connection problem that is retried; `give_up_after` bounds, in seconds,
+        how long the service may stay unreachable before `run` raises (None: keep trying)."""
+        self.client = client
+        self.session_id = session_id
+        self.process_id = process_id
+        self.size = size
+        self._on_output = on_output
+        self._on_path = on_path
+        self._on_error = on_error
+        self._give_up_after = give_up_after
+        self._recent = RecentOutput()
+        self._term: AttachSession | None = None
+        self._output_seen = asyncio.Event()
+        #: "attach" or "stream" once connected; None before.
+        self.path: str | None = None
+        #: How many times the connection was opened again after a drop.
+        self.reconnects = 0
+
+    # ------------------------------------------------------------------ size
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Set the PTY size: over the attach connection when there is one, else the `resize` call."""
+        self.size = (rows, cols)
+        term = self._term
+        if term is not None:
+            with contextlib.suppress(ConnectionLost):  # the reattach sends the size again
+                await term.resize(rows, cols)
+                return
+        await self.client.processes.resize(self.session_id, self.process_id, rows=rows, cols=cols)
+
+    async def _nudge(self, term: AttachSession) -> None:
+        """One column less, then the real size: the program gets SIGWINCH and repaints."""
+        if self.size is None:
+            return
+        rows, cols = self.size
+        with contextlib.suppress(ConnectionLost):
+            await term.resize(rows, cols - 1 if cols > 2 else cols + 1)
+            self._output_seen.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._output_seen.wait(), NUDGE_SECONDS)
+            rows, cols = self.size  # a resize meanwhile wins
+            await term.resize(rows, cols)
+
+    # ------------------------------------------------------------------ output
+
+    async def run(self) -> int | None:
+        """Pump output until the process exits; its exit code (None when it is gone without one).
+
+        Raises `NotFound` / `SessionGone` when the process or session is gone before any exit was seen,
+        and `ConnectionLost` when the service stays unreachable past `give_up_after`.
+        """
+        try:
+            return await self._run_attach()
+        except _RefusedError as refused:
+            self._on_error(refused.error)
+            return await self._run_stream()
+        finally:
+            self._term = None
+
+    async def _deliver(self, data: bytes) -> None:
+        self._recent.add(data)
+        self._output_seen.set()
+        result = self._on_output(data)
+        if result is not None and inspect.isawaitable(result):
+            await result
+
+    async def _run_attach(self) -> int | None:
+        failures = 0
+        failing_since: float | None = None
+        while True:
+            try:
+                term = self.client.processes.attach(self.session_id, self.process_id)
+                await term.__aenter__()
+            except (NotFound, SessionGone) as error:
+                return await self._gone(error)
+            except ServiceError as error:
+                if isinstance(error, (RateLimited, ServerError)):
+                    failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
+                    continue
+                raise _RefusedError(error) from None
+            except ProtocolError as error:  # answered, but not as a WebSocket: no attach here
+                raise _RefusedError(error) from None
+            except ConnectionLost as error:
+                failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
+                continue
+            failures, failing_since = 0, None
+            try:
+                code = await self._pump_attach(term)
+            except (ConnectionLost, IncompleteStream, ProtocolError) as error:
+                self._on_error(error)
+                exited = await self._exit_status()
+                if exited is not _RUNNING:
+                    return exited  # type: ignore[return-value]
+                self.reconnects += 1
+                failures, failing_since = await self._wait_to_retry(None, failures, failing_since)
+                continue
+            finally:
+                self._term = None
+                with contextlib.suppress(Exception):
+                    await term.close()
+            return code
+
+    async def _pump_attach(self, term: AttachSession) -> int | None:
+        self._term = term
+        if self.path != ATTACH:
+            self.path = ATTACH
+            self._on_path(ATTACH)
+        nudge = asyncio.ensure_future(self._nudge(term)) if self.reconnects else None
+        try:
+            frames = aiter(term)
+            if not self.reconnects or await self._filter_backlog(frames):
+                async for data in frames:
+                    await self._deliver(data)
+        finally:
+            if nudge is not None:
+                nudge.cancel()
+        if term.exit_code is None:
+            raise IncompleteStream(f"attach {term.url}: ended without the exit frame")
+        return term.exit_code
+
+    async def _filter_backlog(self, source: AsyncIterator[bytes]) -> bool:
+        """After a reconnect: hold output back until a repeated backlog, if any, is recognised and dropped.
+
+        False when `source` ended meanwhile. The read in flight is never cancelled on a pause (that
+        would close the async generator under it): the pause only decides, and the read goes on.
+        """
+        backlog = BacklogFilter(self._recent.tail())
+        pending: asyncio.Future[bytes] | None = None
+        try:
+            while not backlog.done:
+                pending = asyncio.ensure_future(anext(source))
+                done, _ = await asyncio.wait({pending}, timeout=QUIET_SECONDS)
+                if not done:
+                    if rest := backlog.flush():
+                        await self._deliver(rest)
+                    break
+                read, pending = pending, None
+                try:
+                    data = backlog.feed(read.result())
+                except StopAsyncIteration:
+                    data = backlog.flush()
+                    if data:
+                        await self._deliver(data)
+                    return False
+                if data:
+                    await self._deliver(data)
+            if pending is not None:
+                read, pending = pending, None
+                try:
+                    data = await read
+                except StopAsyncIteration:
+                    return False
+                await self._deliver(data)
+            return True
+        finally:
+            if pending is not None:
+                pending.cancel()
+
+    async def _run_stream(self) -> int | None:
+        failures = 0
+        failing_since: float | None = None
+        first = True
+        while True:
+            try:
+                async with self.client.processes.stdout_stream(self.session_id, self.process_id) as events:
+                    if self.path != STREAM:
+                        self.path = STREAM
+                        self._on_path(STREAM)
+                    failures, failing_since = 0, None
+                    ending = _ExitHolder()
+                    chunks = _output_of(events, ending)
+                    if first or await self._filter_backlog(chunks):
+                        async for data in chunks:
+                            await self._deliver(data)
+                    first = False
+                    if ending.code is _RUNNING:
+                        raise IncompleteStream(
+                            f"stdout stream of process {self.process_id}: ended without the exit event")
+                    return ending.code  # type: ignore[return-value]
+            except (NotFound, SessionGone) as error:
+                try:
+                    return await self._gone(error)
+                except _RefusedError:
+                    raise error from None
+            except ServiceError as error:
+                if not isinstance(error, (RateLimited, ServerError)):
+                    raise
+                failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
+            except (ConnectionLost, IncompleteStream) as error:
+                self.reconnects += 1
+                first = False
+                failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
+
+    # ------------------------------------------------------------------ endings and retries
+
+    async def _exit_status(self) -> int | object | None:
+        """After a drop: the exit code if the process has exited, None if it is gone, `_RUNNING` otherwise
+        (or when the service cannot say right now: the reconnect will find out)."""
+        try:
+            status = await self.client.processes.status(self.session_id, self.process_id)
+        except (NotFound, SessionGone):
+            return None
+        except ClientError:
+            return _RUNNING
+        if status.state == "running":
+            return _RUNNING
+        return status.exit_code
+
+    async def _gone(self, error: ServiceError) -> int | None:
+        """The process (or session) is unknown: its status may still say how it ended."""
+        exited = await self._exit_status()
+        if exited is _RUNNING:  # status knows it though attach did not: a service without attach
+            raise _RefusedError(error)
+        if exited is None and isinstance(error, SessionGone):
+            raise error
+        return exited  # type: ignore[return-value]
+
+    async def _wait_to_retry(
+        self, error: BaseException | None, failures: int, failing_since: float | None,
+    ) -> tuple[int, float]:
+        now = time.monotonic()
+        failing_since = now if failing_since is None else failing_since
+        if error is not None:
+            self._on_error(error)
+            if self._give_up_after is not None and now - failing_since > self._give_up_after:
+                raise error
+        await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+        return failures + 1, failing_since
+
+
+class _ExitHolder:
+    def __init__(self) -> None:
+        self.code = _RUNNING
+
+
+async def _output_of(events: AsyncIterator[StdoutStreamEvent], ending: _ExitHolder) -> AsyncIterator[bytes]:
+    """The bytes of a `stdout/stream`; the exit code goes to `ending`."""
+    async for event in events:
+        if type(event) is ProcessExitEvent:
+            ending.code = event.exit_code
+            return
+        yield event.data()
+
+
+class _RefusedError(Exception):
+    """Attach was refused for this process: use `stdout/stream`."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_RUNNING = object()
