@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +53,8 @@ INSTALL_HINT = (
 )
 #: Bound on Chromium answering its first command on the pipe after launch (it takes ~0.3 s).
 LAUNCH_TIMEOUT_SECONDS = 20.0
+#: How long a closed DevTools pipe waits for Chromium's exit status before its clients are told anyway.
+PIPE_END_GRACE_SECONDS = 2.0
 #: How long a create waits for `start_url` to load before answering anyway (slow or unreachable sites).
 START_URL_LOAD_WAIT_SECONDS = 1.0
 
@@ -366,6 +369,7 @@ class ChromiumBrowser:
             raise
         self._spawn_task(self._pump_output(self.process))
         self._spawn_task(self._watch(self.process, self.hub))
+        self.hub.on_pipe_end = self._pipe_ended_soon(self.process, self.hub)
         try:
             await self.hub.call("Browser.getVersion", timeout=LAUNCH_TIMEOUT_SECONDS)
         except TimeoutError:
@@ -410,6 +414,21 @@ class ChromiumBrowser:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), 5.0)
         return describe_exit(process.returncode) if process.returncode is not None else "closed its DevTools pipe"
+
+    def _pipe_ended_soon(self, process: asyncio.subprocess.Process, hub: CDPHub) -> Callable[[], None]:
+        """The pipe's end of file comes a moment before Chromium is reaped: close the hub with the exit
+        reason `_watch` gives it (clients see "killed by SIGKILL"), or a plain one if the exit is slow."""
+
+        def close_when_reaped() -> None:
+            async def wait_then_close() -> None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(process.wait()), PIPE_END_GRACE_SECONDS)
+                hub.close(f"Chromium {describe_exit(process.returncode)}" if process.returncode is not None
+                          else "Chromium closed its DevTools pipe")
+
+            self._spawn_task(wait_then_close())
+
+        return close_when_reaped
 
     async def _watch(self, process: asyncio.subprocess.Process, hub: CDPHub) -> None:
         code = await process.wait()

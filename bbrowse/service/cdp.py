@@ -131,7 +131,7 @@ class _PipeReader(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._hub.close("Chromium closed its DevTools pipe")
+        self._hub._pipe_ended()
 
 
 class _PipeWriter(asyncio.BaseProtocol):
@@ -139,7 +139,7 @@ class _PipeWriter(asyncio.BaseProtocol):
         self._hub = hub
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._hub.close("Chromium stopped reading its DevTools pipe")
+        self._hub._pipe_ended()
 
 
 # the hub -----------------------------------------------------------------------
@@ -159,11 +159,15 @@ class CDPHub:
     def __init__(self, label: str) -> None:
         self.label = label
         self.close_reason = ""
+        #: Called when Chromium's end of the pipe closes, to `close` the hub with a better reason (its
+        #: exit status) once known; it must close the hub within a bounded time. Unset: closed at once.
+        self.on_pipe_end: Callable[[], None] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._owners: dict[str, Channel] = {}
         self._channels: set[Channel] = set()
         self._closed = asyncio.Event()
+        self._pipe_gone = False
         self._reader: asyncio.ReadTransport | None = None
         self._writer: asyncio.WriteTransport | None = None
 
@@ -228,10 +232,20 @@ class CDPHub:
         for channel in channels:
             channel._end(reason)
 
+    def _pipe_ended(self) -> None:
+        """Either direction of the pipe ended (reported once per direction, acted on once)."""
+        if self._pipe_gone:
+            return
+        self._pipe_gone = True
+        if self.on_pipe_end is None or self.closed:
+            self.close("Chromium closed its DevTools pipe")
+        else:
+            self.on_pipe_end()
+
     # sending ---------------------------------------------------------------
 
     def _send(self, message: Message, entry: _Pending) -> int:
-        if self.closed or self._writer is None or self._writer.is_closing():
+        if self.closed or self._pipe_gone or self._writer is None or self._writer.is_closing():
             raise CDPClosedError(f"{entry.method}: {self.close_reason or 'the DevTools pipe is closed'}")
         pipe_id = next(self._ids)
         message["id"] = pipe_id
