@@ -203,7 +203,7 @@ class Retention:
                         self.replays.forget_session(unit.session_id)
             self.passes += 1
             over = report.size_after > self.limits.max_bytes
-            if report.removed or report.rotated_log or over:
+            if report.removed or report.rotated_log or report.held or over:
                 log.info("%s", report.summary(self.limits))
             if over:
                 log.warning("retention: the state dir (%s) is over its limit of %s; what is left belongs to active "
