@@ -1,0 +1,193 @@
+"""Each session's VM endpoint on a real `bbrowse serve`: Browser objects point at it, the official SDK goes there.
+
+The official SDK (`kernel` 0.131.0) with its default routing takes `base_url` and the `jwt` of
+`cdp_ws_url` from every Browser object it sees and sends process, fs and logs calls straight to
+`{base_url}/...?jwt=...` without the API key. An httpx event hook on the `http_client` handed to the
+SDK records each request as it went out, which proves where every call went. The same calls run
+against the default service and the `--kernel-compat` one.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import jwt
+import pytest
+from conftest import ServiceHandle
+from kernel import Kernel
+from kernel.lib.browser_routing.routing import BrowserRoute
+
+
+def jwt_of(browser: dict) -> str:
+    return parse_qs(urlsplit(browser["cdp_ws_url"]).query)["jwt"][0]
+
+
+# Browser objects ---------------------------------------------------------------------------------
+
+
+def assert_points_at_its_vm(browser: dict, service_url: str) -> None:
+    sid = browser["session_id"]
+    assert browser["base_url"] == f"{service_url}/vm/{sid}"
+    cdp = urlsplit(browser["cdp_ws_url"])
+    assert (cdp.scheme, cdp.netloc, cdp.path) == ("ws", urlsplit(service_url).netloc, f"/vm/{sid}/cdp")
+    claims = jwt.decode(jwt_of(browser), options={"verify_signature": False})
+    assert claims["sub"] == sid and claims["exp"] > time.time()
+
+
+async def test_every_browser_object_carries_base_url_and_a_session_jwt(
+    http: httpx.AsyncClient, service: ServiceHandle
+) -> None:
+    created = await http.post("/browsers", json={"name": "vm-endpoint-objects"})
+    assert created.status_code == 200, created.text
+    sid = created.json()["session_id"]
+    try:
+        assert_points_at_its_vm(created.json(), service.url)
+        by_id = await http.get(f"/browsers/{sid}")
+        by_name = await http.get("/browsers/vm-endpoint-objects")
+        listed = [b for b in (await http.get("/browsers", params={"limit": 100})).json() if b["session_id"] == sid]
+        for browser in (by_id.json(), by_name.json(), *listed):
+            assert_points_at_its_vm(browser, service.url)
+        assert len(listed) == 1
+    finally:
+        await http.delete(f"/browsers/{sid}")
+
+
+async def test_base_url_uses_the_address_the_client_came_to(
+    http: httpx.AsyncClient, service: ServiceHandle, module_session_id: str
+) -> None:
+    """A client through a tunnel or another name for the host gets URLs it can reach, not the bind address."""
+    port = urlsplit(service.url).port
+    r = await http.get(f"/browsers/{module_session_id}", headers={"Host": f"localhost:{port}"})
+    assert r.json()["base_url"] == f"http://localhost:{port}/vm/{module_session_id}"
+    assert r.json()["cdp_ws_url"].startswith(f"ws://localhost:{port}/vm/{module_session_id}/cdp?jwt=")
+
+
+# the official SDK with its default routing -------------------------------------------------------
+
+
+@dataclass
+class Recorder:
+    """Every request the SDK's http client sent, as it went out (URL and headers), by response hook."""
+
+    sent: list[httpx.Request] = field(default_factory=list)
+
+    def __call__(self, response: httpx.Response) -> None:
+        self.sent.append(response.request)
+
+    def since(self, mark: int) -> list[httpx.Request]:
+        return self.sent[mark:]
+
+
+@pytest.fixture(params=["default", "kernel-compat"])
+def target(request: pytest.FixtureRequest) -> ServiceHandle:
+    return request.getfixturevalue("service" if request.param == "default" else "compat_service")
+
+
+@pytest.fixture
+def routed(target: ServiceHandle) -> Iterator[tuple[Kernel, Recorder, dict]]:
+    """The SDK with default routing, its recorder, and a session it created (so it has seen the Browser)."""
+    recorder = Recorder()
+    http_client = httpx.Client(event_hooks={"response": [recorder]}, timeout=30)
+    sdk = Kernel(api_key=target.token, base_url=target.url, http_client=http_client, max_retries=0)
+    browser = sdk.browsers.create(timeout_seconds=600).model_dump()
+    try:
+        yield sdk, recorder, browser
+    finally:
+        sdk.browsers.delete_by_id(browser["session_id"])
+        sdk.close()
+
+
+def assert_went_to_the_vm(requests: list[httpx.Request], browser: dict, path_ends: str) -> None:
+    """At least one request, and every one went to `base_url` with the session's jwt and no API key."""
+    assert requests, f"no request for {path_ends}"
+    for request in requests:
+        url = str(request.url)
+        assert url.startswith(browser["base_url"] + "/"), url
+        assert request.url.path.endswith(path_ends), url
+        assert request.url.params.get("jwt") == jwt_of(browser), url
+        assert "authorization" not in request.headers, url
+
+
+def test_official_sdk_sends_process_fs_and_logs_calls_to_base_url(
+    routed: tuple[Kernel, Recorder, dict], target: ServiceHandle, tmp_path: Path
+) -> None:
+    sdk, recorder, browser = routed
+    sid = browser["session_id"]
+    create = recorder.sent[0]
+    assert create.url.path == "/browsers" and create.headers["authorization"] == f"Bearer {target.token}"
+
+    mark = len(recorder.sent)
+    ran = sdk.browsers.process.exec(sid, command="sh", args=["-c", "echo out; echo err >&2; exit 3"])
+    assert (ran.exit_code, base64.b64decode(ran.stdout_b64), base64.b64decode(ran.stderr_b64)) == (3, b"out\n",
+                                                                                                   b"err\n")
+    assert_went_to_the_vm(recorder.since(mark), browser, "/process/exec")
+
+    mark = len(recorder.sent)
+    spawned = sdk.browsers.process.spawn(sid, command="sh", args=["-c", "read line; echo got:$line"])
+    assert_went_to_the_vm(recorder.since(mark), browser, "/process/spawn")
+
+    mark = len(recorder.sent)
+    stream = sdk.browsers.process.stdout_stream(spawned.process_id, id_or_name=sid)
+    assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdout/stream")
+
+    mark = len(recorder.sent)
+    written = sdk.browsers.process.stdin(spawned.process_id, id_or_name=sid,
+                                         data_b64=base64.b64encode(b"through the vm\n").decode())
+    assert written.written_bytes == len(b"through the vm\n")
+    assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdin")
+
+    output, exit_code = b"", None
+    for event in stream:
+        if event.data_b64:
+            output += base64.b64decode(event.data_b64)
+        if event.event == "exit":
+            exit_code = event.exit_code
+            break
+    stream.close()
+    assert (output, exit_code) == (b"got:through the vm\n", 0)
+
+    (tmp_path / "note.txt").write_bytes(b"first line\nsecond line\n")
+    (tmp_path / "inner").mkdir()
+    mark = len(recorder.sent)
+    assert sdk.browsers.fs.read_file(sid, path=str(tmp_path / "note.txt")).read() == b"first line\nsecond line\n"
+    assert_went_to_the_vm(recorder.since(mark), browser, "/fs/read_file")
+
+    mark = len(recorder.sent)
+    listed = sdk.browsers.fs.list_files(sid, path=str(tmp_path))
+    assert {(f.name, f.is_dir) for f in listed} == {("note.txt", False), ("inner", True)}
+    assert_went_to_the_vm(recorder.since(mark), browser, "/fs/list_files")
+
+    mark = len(recorder.sent)
+    logs = sdk.browsers.logs.stream(sid, source="path", path=str(tmp_path / "note.txt"), follow=False)
+    lines = [event.message for event in logs]
+    assert lines == ["first line", "second line"]
+    assert_went_to_the_vm(recorder.since(mark), browser, "/logs/stream")
+
+
+def test_official_sdk_falls_back_to_the_control_plane_when_its_jwt_is_refused(
+    routed: tuple[Kernel, Recorder, dict], target: ServiceHandle
+) -> None:
+    """A 401 from the VM endpoint (here: a cached jwt that was never valid) makes the SDK drop the route and
+    retry once on the control plane with the API key, as it does against Kernel's cloud (the retry takes
+    one of the SDK's retries: its default allows two; this module's client allows none unless told)."""
+    sdk, recorder, browser = routed
+    sid = browser["session_id"]
+    sdk.browser_route_cache.set(BrowserRoute(session_id=sid, base_url=browser["base_url"], jwt="stale." * 3))
+    mark = len(recorder.sent)
+    ran = sdk.with_options(max_retries=1).browsers.process.exec(sid, command="echo", args=["retried"])
+    assert base64.b64decode(ran.stdout_b64) == b"retried\n"
+    first, second = recorder.since(mark)
+    assert first.url.path == f"/vm/{sid}/process/exec" and "authorization" not in first.headers
+    assert second.url.path == f"/browsers/{sid}/process/exec"
+    assert second.headers["authorization"] == f"Bearer {target.token}" and "jwt" not in second.url.params
+    # reading the browser again hands the SDK a fresh route, and the next call goes direct again
+    browser = sdk.browsers.retrieve(sid).model_dump()
+    mark = len(recorder.sent)
+    sdk.browsers.process.exec(sid, command="true")
+    assert_went_to_the_vm(recorder.since(mark), browser, "/process/exec")
