@@ -27,7 +27,7 @@ from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
 from bbrowse.service.openapi import service_openapi
-from bbrowse.service.routes import browser, files, logs, processes, screenshot, sessions
+from bbrowse.service.routes import browser, computer, files, fs_watch, fs_write, logs, processes, screenshot, sessions
 from bbrowse.service.sessions import SessionManager
 from bbrowse.service.state import ServiceState
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
@@ -42,7 +42,7 @@ access_log = logging.getLogger("bbrowse.access")
 #: as written, and under each session's VM endpoint `/vm/{id_or_name}/`, authenticated there by the
 #: session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes) only needs its module listed
 #: here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else to do for the `/vm` copy.
-AREAS = (sessions, processes, files, logs, screenshot, browser, cdp_proxy)
+AREAS = (sessions, processes, files, fs_write, fs_watch, logs, screenshot, browser, computer, cdp_proxy)
 
 
 def create_app(config: ServiceConfig) -> FastAPI:

@@ -1,0 +1,243 @@
+"""Driving a headful session's own X display: xdotool for input, xclip for the clipboard.
+
+A headful session's Chromium runs in a window on its own Xvfb screen, larger than the viewport
+(tab strip and toolbar above it). Requests speak viewport pixels, so every pointer position is
+shifted by where the viewport sits on the screen (`viewport_origin`, asked of the browser on each
+action, so a moved or resized window is followed) and shifted back when the pointer is read.
+
+An action's steps become one chained xdotool command (`keydown ctrl mousemove 10 97 click 1 keyup
+ctrl`): one process per action keeps a click within a few milliseconds. Typed text is a separate
+`xdotool type` (it takes the rest of the command line). If the command fails or the request is
+cancelled, every key and button the action pressed is released again.
+
+The clipboard is X's CLIPBOARD selection, the one Chromium's copy and paste use: `xclip -o` reads
+it; writing starts an `xclip` that owns the selection and serves it until something else (a copy
+in the browser) takes it over, or the session ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+
+from bbrowse.service.computer_steps import (
+    BUTTON_NUMBERS,
+    ButtonDown,
+    ButtonUp,
+    Click,
+    KeyDown,
+    KeyUp,
+    MoveTo,
+    Pause,
+    Step,
+    Tap,
+    TypeText,
+    Wheel,
+)
+from bbrowse.service.errors import ServiceError
+from bbrowse.service.lifetime import die_with_service
+
+log = logging.getLogger("bbrowse.computer")
+
+#: Bound on one xdotool or xclip run that is not a long drag or typing (those get their own time).
+TOOL_TIMEOUT_SECONDS = 10.0
+#: Milliseconds between the clicks of a multi-click (well inside Chromium's double-click interval).
+CLICK_REPEAT_DELAY_MS = 40
+_XCLIP_READY = b"Waiting for selection requests"
+
+
+def tool_failed(tool: str, detail: str) -> ServiceError:
+    return ServiceError(502, "browser_unavailable", f"{tool} failed on the session's display: {detail}")
+
+
+class X11Input:
+    x11 = True
+
+    def __init__(
+        self,
+        display: str,
+        viewport_origin: Callable[[], Awaitable[tuple[int, int]]],
+        xdotool: str,
+        xclip: str | None,
+    ) -> None:
+        self.display = display
+        self._origin = viewport_origin
+        self.xdotool = xdotool
+        self.xclip = xclip
+        self.cursor_hidden = False
+        self._clipboard_owner: asyncio.subprocess.Process | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DISPLAY": self.display}
+
+    # input ------------------------------------------------------------------
+
+    async def run(self, steps: list[Step]) -> None:
+        origin = await self._origin() if any(isinstance(s, MoveTo) for s in steps) else (0, 0)
+        chain: list[str] = []
+        seconds = 0.0
+        try:
+            for step in steps:
+                if isinstance(step, TypeText):
+                    await self._xdotool(chain, seconds)
+                    chain, seconds = [], 0.0
+                    delay_ms = max(1, round(step.delay * 1000))  # 0 drops non-ASCII characters
+                    await self._xdotool(["type", "--delay", str(delay_ms), "--", step.text],
+                                        len(step.text) * (delay_ms + 5) / 1000)
+                    continue
+                chain += self._args(step, origin)
+                if isinstance(step, Pause):
+                    seconds += step.seconds
+                elif isinstance(step, Click):
+                    seconds += step.count * CLICK_REPEAT_DELAY_MS / 1000
+            await self._xdotool(chain, seconds)
+        except BaseException:
+            await self._release(steps)
+            raise
+
+    def _args(self, step: Step, origin: tuple[int, int]) -> list[str]:
+        if isinstance(step, KeyDown):
+            return ["keydown", step.key.keysym]
+        if isinstance(step, KeyUp):
+            return ["keyup", step.key.keysym]
+        if isinstance(step, Tap):
+            return ["key", step.combo.xdotool]
+        if isinstance(step, MoveTo):
+            return ["mousemove", str(step.x + origin[0]), str(step.y + origin[1])]
+        if isinstance(step, ButtonDown):
+            return ["mousedown", str(BUTTON_NUMBERS[step.button])]
+        if isinstance(step, ButtonUp):
+            return ["mouseup", str(BUTTON_NUMBERS[step.button])]
+        if isinstance(step, Click):
+            return ["click", "--repeat", str(step.count), "--delay", str(CLICK_REPEAT_DELAY_MS),
+                    str(BUTTON_NUMBERS[step.button])]
+        if isinstance(step, Wheel):
+            args: list[str] = []
+            for ticks, negative, positive in ((step.dy, 4, 5), (step.dx, 6, 7)):
+                if ticks:
+                    args += ["click", "--repeat", str(abs(ticks)), "--delay", "0",
+                             str(positive if ticks > 0 else negative)]
+            return args
+        if isinstance(step, Pause):
+            return ["sleep", f"{step.seconds:.3f}"]
+        raise TypeError(f"no xdotool form for {step!r}")
+
+    async def _release(self, steps: list[Step]) -> None:
+        """After a failure or cancellation: let go of every key and button the steps pressed."""
+        args: list[str] = []
+        for step in steps:
+            if isinstance(step, ButtonDown):
+                args += ["mouseup", str(BUTTON_NUMBERS[step.button])]
+        for step in reversed(steps):
+            if isinstance(step, KeyDown):
+                args += ["keyup", step.key.keysym]
+        if args:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._xdotool(args, 0.0))
+
+    async def _xdotool(self, args: list[str], expected_seconds: float) -> str:
+        if not args:
+            return ""
+        out, err, code = await self._exec([self.xdotool, *args], TOOL_TIMEOUT_SECONDS + expected_seconds)
+        if code != 0 or b"No such key name" in err or b"Error" in err:
+            raise tool_failed("xdotool", (err or out).decode(errors="replace").strip()[:300] or f"exit code {code}")
+        return out.decode(errors="replace")
+
+    async def _exec(self, argv: list[str], timeout: float, stdin: bytes | None = None) -> tuple[bytes, bytes, int]:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
+            )
+        except OSError as exc:
+            raise tool_failed(os.path.basename(argv[0]), str(exc)) from None
+        try:
+            out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(process.wait())
+            raise
+        return out, err, process.returncode or 0
+
+    async def position(self) -> tuple[int, int]:
+        origin = await self._origin()
+        text = await self._xdotool(["getmouselocation", "--shell"], 0.0)
+        values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        try:
+            return int(values["X"]) - origin[0], int(values["Y"]) - origin[1]
+        except (KeyError, ValueError):
+            raise tool_failed("xdotool", f"unexpected getmouselocation output {text!r}") from None
+
+    # clipboard and cursor ---------------------------------------------------
+
+    def _need_xclip(self) -> str:
+        if self.xclip is None:
+            raise ServiceError(503, "browser_unavailable",
+                               "the clipboard of a headful session needs xclip (e.g. `sudo apt-get install xclip`)")
+        return self.xclip
+
+    async def read_clipboard(self) -> str:
+        xclip = self._need_xclip()
+        out, err, code = await self._exec([xclip, "-selection", "clipboard", "-o"], TOOL_TIMEOUT_SECONDS)
+        if code != 0:
+            if b"not available" in err:
+                return ""  # nothing was ever copied
+            raise tool_failed("xclip", err.decode(errors="replace").strip()[:300] or f"exit code {code}")
+        return out.decode("utf-8", errors="replace")
+
+    async def write_clipboard(self, text: str) -> None:
+        xclip = self._need_xclip()
+        await self._stop_clipboard_owner()
+        try:
+            owner = await asyncio.create_subprocess_exec(
+                xclip, "-quiet", "-selection", "clipboard", "-i",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                env=self.env, start_new_session=True, preexec_fn=die_with_service,
+            )
+        except OSError as exc:
+            raise tool_failed("xclip", str(exc)) from None
+        self._clipboard_owner = owner
+        assert owner.stdin is not None and owner.stdout is not None
+        owner.stdin.write(text.encode())
+        await owner.stdin.drain()
+        owner.stdin.close()
+        # It owns the selection once it says it waits for requests: only then can a paste see the text.
+        try:
+            line = await asyncio.wait_for(owner.stdout.readline(), TOOL_TIMEOUT_SECONDS)
+        except TimeoutError:
+            line = b""
+        if _XCLIP_READY not in line:
+            await self._stop_clipboard_owner()
+            raise tool_failed("xclip", line.decode(errors="replace").strip() or "did not take the clipboard")
+        asyncio.get_running_loop().create_task(self._drain(owner))
+
+    @staticmethod
+    async def _drain(owner: asyncio.subprocess.Process) -> None:
+        """Read the owner's output until it exits (another program took the clipboard), then reap it."""
+        assert owner.stdout is not None
+        with contextlib.suppress(Exception):
+            while await owner.stdout.read(4096):
+                pass
+            await owner.wait()
+
+    async def _stop_clipboard_owner(self) -> None:
+        owner, self._clipboard_owner = self._clipboard_owner, None
+        if owner is not None and owner.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                owner.kill()
+            with contextlib.suppress(Exception):
+                await owner.wait()
+
+    async def set_cursor_hidden(self, hidden: bool) -> None:
+        # Screenshots are taken by the browser and never show the X pointer: the state is kept for
+        # the caller (the app's live view draws its own cursor mark only when it is not hidden).
+        self.cursor_hidden = hidden
+
+    async def close(self) -> None:
+        await self._stop_clipboard_owner()
