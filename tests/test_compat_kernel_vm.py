@@ -1,0 +1,291 @@
+"""`bbrowse serve --kernel-compat` behaves as Kernel's VM does, point by point, each pinned by its own test.
+
+Every call goes as a client's would against Kernel's cloud: through the session's `base_url` with the
+`jwt` of its `cdp_ws_url`, no API key. Where the default mode is more generous, the same program is run
+on the default service too and the difference asserted, so neither mode can drift into the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from conftest import ServiceHandle
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, AttachError, Error, VmError
+
+TIMEOUT = 15.0
+
+
+class Vm:
+    """One session's VM endpoint, reached as a Kernel client reaches it."""
+
+    def __init__(self, browser: dict) -> None:
+        self.sid = browser["session_id"]
+        self.base_url = browser["base_url"]
+        self.jwt = parse_qs(urlsplit(browser["cdp_ws_url"]).query)["jwt"][0]
+        self.http = httpx.AsyncClient(base_url=self.base_url, params={"jwt": self.jwt}, timeout=30)
+
+    def attach_url(self, process_id: str) -> str:
+        return self.base_url.replace("http://", "ws://", 1) + f"/process/{process_id}/attach?jwt={self.jwt}"
+
+    def attach(self, process_id: str):
+        return connect(self.attach_url(process_id), open_timeout=TIMEOUT, max_size=None)
+
+    async def spawn(self, command: str, *args: str, **fields) -> str:
+        r = await self.http.post("/process/spawn", json={"command": command, "args": list(args), **fields})
+        assert r.status_code == 200, r.text
+        return r.json()["process_id"]
+
+    async def stdout_events(self, process_id: str) -> list[dict]:
+        """Every event of the process's stdout stream until it ends (it ends after the exit event)."""
+        events = []
+        async with asyncio.timeout(TIMEOUT):
+            async with self.http.stream("GET", f"/process/{process_id}/stdout/stream") as r:
+                assert r.status_code == 200
+                async for line in r.aiter_lines():
+                    if line.startswith("data: "):
+                        events.append(json.loads(line[6:]))
+        return events
+
+
+async def vm_of(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    r = await http.post("/browsers", json={"timeout_seconds": 900})
+    assert r.status_code == 200, r.text
+    vm = Vm(r.json())
+    yield vm
+    await vm.http.aclose()
+    await http.delete(f"/browsers/{vm.sid}")
+
+
+@pytest.fixture(scope="module")
+async def compat(compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    """A session of the --kernel-compat service, through its VM endpoint."""
+    async for vm in vm_of(compat_http):
+        yield vm
+
+
+@pytest.fixture(scope="module")
+async def default(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    """A session of the default service, through its VM endpoint: the same calls, the generous behaviour."""
+    async for vm in vm_of(http):
+        yield vm
+
+
+async def read_attach(ws: ClientConnection) -> tuple[bytes, dict | None]:
+    """Output and exit frame of an attach, until the service closes it."""
+    output, exit_frame = b"", None
+    async with asyncio.timeout(TIMEOUT):
+        try:
+            while True:
+                frame = await ws.recv()
+                if isinstance(frame, bytes):
+                    output += frame
+                else:
+                    exit_frame = json.loads(frame)
+        except ConnectionClosed:
+            pass
+    return output, exit_frame
+
+
+async def status(vm: Vm, process_id: str) -> httpx.Response:
+    return await vm.http.get(f"/process/{process_id}/status")
+
+
+# PTY output ----------------------------------------------------------------------------------------
+
+
+async def test_pty_output_goes_only_to_attach_never_to_stdout_stream(compat: Vm, default: Vm) -> None:
+    """While a client is attached and sees the output, `stdout/stream` sends nothing but the exit event."""
+    script = "read word; echo marker-$word; exit 3"
+    pid = await compat.spawn("sh", "-c", script, allocate_tty=True)
+    stream = asyncio.create_task(compat.stdout_events(pid))
+    async with compat.attach(pid) as ws:
+        await ws.send(b"go\n")
+        output, exit_frame = await read_attach(ws)
+    assert b"marker-go" in output and exit_frame == {"type": "exit", "exitCode": 3}
+    assert await stream == [{"event": "exit", "exit_code": 3}]
+
+    # the default service also streams a PTY's output as stdout chunks
+    pid = await default.spawn("sh", "-c", script, allocate_tty=True)
+    stream = asyncio.create_task(default.stdout_events(pid))
+    async with default.attach(pid) as ws:
+        await ws.send(b"go\n")
+        await read_attach(ws)
+    events = await stream
+    assert events[-1] == {"event": "exit", "exit_code": 3} and any(e.get("stream") == "stdout" for e in events)
+
+
+async def test_the_pty_is_read_only_while_a_client_is_attached(compat: Vm) -> None:
+    """A program writing more than the PTY holds waits until a client attaches; then every byte arrives."""
+    size = 1_000_000
+    pid = await compat.spawn("sh", "-c", f"head -c {size} /dev/zero | tr '\\0' x; echo; echo END", allocate_tty=True)
+    watched_until = time.monotonic() + 1.5
+    while time.monotonic() < watched_until:  # nobody reads its PTY: it cannot finish (the default reads it in ms)
+        assert (await status(compat, pid)).json()["state"] == "running"
+        await asyncio.sleep(0.1)
+    async with compat.attach(pid) as ws:
+        output, exit_frame = await read_attach(ws)
+    assert output.count(b"x") == size and b"END" in output
+    assert exit_frame == {"type": "exit", "exitCode": 0}
+
+
+async def test_output_left_when_a_process_exits_unattached_is_gone(compat: Vm, default: Vm) -> None:
+    """No backlog: an attach after the exit gets the exit frame alone (the default sends the last output first)."""
+    for vm, kept in ((compat, False), (default, True)):
+        pid = await vm.spawn("sh", "-c", "echo said-before-anyone-came", allocate_tty=True)
+        assert (await vm.stdout_events(pid))[-1] == {"event": "exit", "exit_code": 0}  # waits for the exit
+        async with vm.attach(pid) as ws:
+            output, exit_frame = await read_attach(ws)
+        assert exit_frame == {"type": "exit", "exitCode": 0}
+        assert (b"said-before-anyone-came" in output) is kept, (vm.base_url, output)
+
+
+# attach ---------------------------------------------------------------------------------------------
+
+
+async def test_exit_frame_is_camel_case_then_close_1000(compat: Vm) -> None:
+    pid = await compat.spawn("sh", "-c", "read line; exit 7", allocate_tty=True)
+    async with compat.attach(pid) as ws:
+        await ws.send(b"\n")
+        async with asyncio.timeout(TIMEOUT):
+            while isinstance(frame := await ws.recv(), bytes):
+                pass
+            assert json.loads(frame) == {"type": "exit", "exitCode": 7}
+            with pytest.raises(ConnectionClosed):
+                await ws.recv()
+    assert ws.close_code == 1000
+
+
+async def refused(url: str, headers: dict | None = None) -> tuple[int, dict]:
+    with pytest.raises(InvalidStatus) as caught:
+        async with connect(url, open_timeout=TIMEOUT, additional_headers=headers or {}):
+            pass
+    return caught.value.response.status_code, json.loads(caught.value.response.body)
+
+
+async def test_one_attach_at_a_time_the_second_is_409_type_error(compat: Vm) -> None:
+    pid = await compat.spawn("cat", allocate_tty=True)
+    async with compat.attach(pid) as first:
+        code, body = await refused(compat.attach_url(pid))
+        assert code == 409 and AttachError.model_validate(body).type == "error" and set(body) == {"type", "message"}
+        await first.send(b"still mine\n")
+        async with asyncio.timeout(TIMEOUT):
+            seen = b""
+            while b"still mine" not in seen:
+                seen += await first.recv()
+    async with compat.attach(pid):  # free again once the first has gone
+        pass
+    await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
+
+
+async def test_attach_refusals_before_the_upgrade_are_type_error_json(
+    compat: Vm, compat_service: ServiceHandle, compat_http: httpx.AsyncClient
+) -> None:
+    """404 unknown process, 400 a process without a PTY (the default attaches to pipes too), on both planes."""
+    pipe = await compat.spawn("sleep", "30")
+    unknown = "3f0e4a5e-0000-4000-8000-000000000000"
+    control = compat_service.url.replace("http://", "ws://", 1) + f"/browsers/{compat.sid}/process"
+    for url, headers in ((compat.attach_url(unknown), None), (f"{control}/{unknown}/attach", compat_service.headers)):
+        code, body = await refused(url, headers)
+        assert code == 404 and set(body) == {"type", "message"} and body["type"] == "error", body
+    for url, headers in ((compat.attach_url(pipe), None), (f"{control}/{pipe}/attach", compat_service.headers)):
+        code, body = await refused(url, headers)
+        assert (code, body) == (400, {"type": "error", "message": "process is not PTY-backed"})
+    await compat.http.post(f"/process/{pipe}/kill", json={"signal": "KILL"})
+
+
+# lifecycle ------------------------------------------------------------------------------------------
+
+
+async def test_exited_processes_are_forgotten_after_10_seconds(compat: Vm, default: Vm) -> None:
+    """10 s after the exit the process is a 404; the default keeps it queryable for a minute."""
+    mine, theirs = await compat.spawn("true"), await default.spawn("true")
+    assert (await compat.stdout_events(mine))[-1]["event"] == "exit"
+    exited = time.monotonic()
+    assert (await status(compat, mine)).json() == {"state": "exited", "exit_code": 0, "cpu_pct": 0.0}
+    deadline = exited + 25
+    while (r := await status(compat, mine)).status_code == 200 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    gone_after = time.monotonic() - exited
+    assert r.status_code == 404, r.text
+    assert 9.5 <= gone_after < 25, gone_after
+    assert VmError.model_validate(r.json()) and set(r.json()) == {"message"}
+    assert (await status(default, theirs)).status_code == 200
+
+
+async def test_a_process_ended_by_a_signal_reports_minus_one(compat: Vm, default: Vm) -> None:
+    """As Go's `WaitStatus.ExitStatus()` reports it: -1, in the stream, the status and the exit frame."""
+    for vm, expected in ((compat, -1), (default, 143)):
+        pid = await vm.spawn("sleep", "30")
+        events = asyncio.create_task(vm.stdout_events(pid))
+        assert (await vm.http.post(f"/process/{pid}/kill", json={"signal": "TERM"})).status_code == 200
+        assert (await events)[-1] == {"event": "exit", "exit_code": expected}
+        assert (await status(vm, pid)).json()["exit_code"] == expected
+    pid = await compat.spawn("sleep", "30", allocate_tty=True)
+    async with compat.attach(pid) as ws:
+        await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
+        _, exit_frame = await read_attach(ws)
+    assert exit_frame == {"type": "exit", "exitCode": -1}
+
+
+# errors and logs ------------------------------------------------------------------------------------
+
+
+async def test_in_vm_errors_are_message_only_and_the_control_plane_keeps_the_contract(
+    compat: Vm, compat_http: httpx.AsyncClient
+) -> None:
+    pipe = await compat.spawn("sleep", "30")
+    unknown = "3f0e4a5e-0000-4000-8000-000000000000"
+    asks = [
+        ("GET", f"/process/{unknown}/status", None, {}, 404),
+        ("POST", "/process/spawn", {"args": ["no command"]}, {}, 400),
+        ("POST", f"/process/{pipe}/stdin", {"data_b64": "not base64!"}, {}, 400),
+        ("POST", f"/process/{pipe}/resize", {"rows": 10, "cols": 10}, {}, 400),
+        ("GET", "/fs/read_file", None, {"path": "/nonexistent/file"}, 404),
+        ("GET", "/fs/read_file", None, {"path": "relative"}, 400),
+        ("GET", "/no/such/route", None, {}, 404),
+    ]
+    for method, path, body, query, expected in asks:
+        r = await compat.http.request(method, path, json=body, params={"jwt": compat.jwt, **query})
+        assert r.status_code == expected, (path, r.text)
+        assert set(r.json()) == {"message"} and VmError.model_validate(r.json()).message, (path, r.json())
+        plane = await compat_http.request(method, f"/browsers/{compat.sid}{path}", json=body, params=query)
+        assert plane.status_code == expected, (path, plane.text)
+        assert Error.model_validate(plane.json()).code, (path, plane.json())
+    # the jwt check stands in front of the VM, as Kernel's proxy does: its 401 keeps the proxy's shape
+    r = await compat.http.get(f"/process/{pipe}/status", params={"jwt": "x"})
+    assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+    await compat.http.post(f"/process/{pipe}/kill", json={"signal": "KILL"})
+
+
+async def log_events(client: httpx.AsyncClient, url: str, **params) -> list[dict]:
+    events = []
+    async with asyncio.timeout(TIMEOUT):
+        async with client.stream("GET", url, params=params) as r:
+            assert r.status_code == 200, await r.aread()
+            async for line in r.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+    return events
+
+
+async def test_supervisor_logs_are_not_available_one_event_then_the_end(
+    compat: Vm, compat_http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    for client, url in ((compat.http, "/logs/stream"), (compat_http, f"/browsers/{compat.sid}/logs/stream")):
+        events = await log_events(client, url, source="supervisor", supervisor_process="chromium", follow="true")
+        assert [e["message"] for e in events] == [LOGS_SOURCE_NOT_AVAILABLE] and events[0]["event"] == "log"
+    # path logs work as ever: that is where supervised programs' logs are read from
+    log = tmp_path / "program.log"
+    log.write_text("one\ntwo\n")
+    events = await log_events(compat.http, "/logs/stream", source="path", path=str(log), follow="false")
+    assert [e["message"] for e in events] == ["one", "two"]
