@@ -7,11 +7,16 @@ transition, so a lost service never crashes the app and is noticed when it comes
 
 Settings (`bbrowse.config`) arrive ready-made: the app registers every theme (shipped and the user's),
 applies the configured theme and `[keys]` keymap, reports a broken file as a notification, and can
-switch to another profile, which closes the current target and connects to the new one.
+switch to another profile. Nothing is destroyed as a side effect: switching away from the embedded
+service leaves it running (switching back finds it again, with its sessions, through its discovery
+file); quitting stops the embedded service this app started in the background (the terminal is back
+at once) and asks first when that would end sessions, saying how many.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -26,10 +31,12 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import LoadingIndicator, Static
 
-from bbrowse.client import BrowserClient, ClientError, ServiceError, close_shared_clients
+from bbrowse.client import BrowserClient, ClientConfig, ClientError, ServiceError, close_shared_clients
 from bbrowse.config import ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
+from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
+from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
 from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
 
@@ -96,6 +103,9 @@ class BbrowseApp(App):
     TITLE = "bbrowse"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live in other modules
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = {BbrowseCommands}
+    #: Seconds the quit question waits for the embedded service to count its sessions.
+    COUNT_SESSIONS_SECONDS = 2.0
     BINDINGS = [
         Binding("question_mark", "toggle_help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
@@ -129,6 +139,11 @@ class BbrowseApp(App):
         self._config_path = config_path
         self._problems = list(problems)
         self._saved_theme: str | None = None
+        #: Embedded services this app started, by pid: they outlive a profile switch, and are stopped
+        #: (in the background) when the app quits, unless the user chose to keep them running.
+        self.started_services: dict[int, EmbeddedService] = {}
+        self.keep_services_running = False
+        self._atexit_registered = False
 
     @property
     def shell_command(self) -> tuple[str, ...]:
@@ -173,6 +188,15 @@ class BbrowseApp(App):
     def _connected(self, target: Target) -> None:
         from bbrowse.tui.screens.sessions import SessionsScreen
 
+        embedded = target.embedded
+        if embedded is not None:
+            if embedded.owned:
+                self.started_services[embedded.pid] = embedded
+                if not self._atexit_registered:  # a crash still stops what this app started
+                    atexit.register(self._stop_started_services)
+                    self._atexit_registered = True
+            elif embedded.pid in self.started_services:
+                target.embedded = self.started_services[embedded.pid]  # switched back: still ours
         self.target = target
         if target.profile and target.profile in self.settings.profiles:
             self.settings = self.settings.model_copy(update={"profile": target.profile})
@@ -258,7 +282,7 @@ class BbrowseApp(App):
         self.search_commands(commands, placeholder="Switch to profile…")
 
     def switch_profile(self, name: str) -> None:
-        """Close the current target (stopping an embedded service this app started) and connect as `name`."""
+        """Leave the current target (an embedded service keeps running, sessions and all) and connect as `name`."""
         profile = self.settings.profiles.get(name)
         if profile is None:
             self.notify(f"No profile named {name!r}", severity="error", markup=False)
@@ -281,14 +305,14 @@ class BbrowseApp(App):
         while len(self.screen_stack) > 1:
             await self.pop_screen()
         await self.push_screen(StartingScreen(f"Switching to profile {profile.name}…"))
-        old, self.target, self.client = self.target, None, None
+        self.target, self.client = None, None
         await close_shared_clients()
-        self._reconnect(old, profile)
+        self._reconnect(profile)
 
     @work(thread=True, exclusive=True, group="target")
-    def _reconnect(self, old: Target | None, profile: Profile) -> None:
-        if old is not None:
-            old.close()
+    def _reconnect(self, profile: Profile) -> None:
+        # The old target is left as it is: a remote one has nothing to close, and an embedded service
+        # keeps running (this app stops one it started when it quits).
         try:
             target = target_for(profile)
         except Exception as error:
@@ -304,33 +328,110 @@ class BbrowseApp(App):
         else:
             self.action_show_help_panel()
 
+    def palette_commands(self, screen: Screen) -> Iterable[PaletteCommand]:
+        """What the command palette lists: the global actions, then every action of `screen`."""
+        entries = [
+            ("New session…", "Create a browser session, from any screen · key n on the sessions table",
+             self.action_new_session),
+            ("Sessions", "Back to the sessions table", self.action_show_sessions),
+            ("Switch profile…", "Connect to another service: embedded, cloud or one of your profiles · key P",
+             self.action_switch_profile),
+            ("Change theme…", "Pick a theme; the choice is saved in the config file", self.action_change_theme),
+            ("Keys", "Show or hide the keys of the focused widget · key ?", self.action_toggle_help),
+            ("Quit", "Quit bbrowse · key ctrl+q", self.action_quit),
+        ]
+        commands = global_commands(entries)
+        yield from commands
+        yield from screen_commands(screen, skip_actions=GLOBAL_ACTIONS)
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every action bound on the current screen and its focused widgets, plus the app's own."""
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Switch profile…", "Connect to another service: embedded, cloud or one of your profiles",
-                            self.action_switch_profile)
-        seen: set[str] = {"switch_profile"}
-        for node in [*(screen.focused.ancestors_with_self if screen.focused else []), screen]:
-            for binding in getattr(node, "BINDINGS", []):
-                if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
-                    continue
-                seen.add(binding.action)
-                yield SystemCommand(
-                    binding.description,
-                    f"{binding.description} (key: {binding.key})",
-                    _runner(node, binding.action),
-                )
+        """The palette's commands as Textual's system commands (what `palette_commands` lists)."""
+        for command in self.palette_commands(screen):
+            yield SystemCommand(command.title, command.help, command.run)
+
+    def action_new_session(self) -> None:
+        """The create form, from any screen; the sessions table lists the new session."""
+        from bbrowse.tui.screens.create_session import CreateSessionScreen
+        from bbrowse.tui.screens.sessions import SessionsScreen
+
+        if self.client is None:
+            self.notify("Not connected to a service yet", severity="warning")
+            return
+        if isinstance(self.screen, SessionsScreen):
+            self.screen.action_create()
+            return
+
+        def created(browser) -> None:
+            if browser is not None:
+                self.notify(f"Created {browser.name or browser.session_id}; it is listed under Sessions",
+                            title="Session created", markup=False)
+
+        self.push_screen(CreateSessionScreen(), created)
+
+    async def action_show_sessions(self) -> None:
+        from bbrowse.tui.screens.sessions import SessionsScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
+            await self.pop_screen()
+
+    # quitting ----------------------------------------------------------------
+
+    def _running_started_services(self) -> list[EmbeddedService]:
+        return [service for service in self.started_services.values() if service.running]
+
+    async def _count_sessions(self, services: Sequence[EmbeddedService]) -> int:
+        """Active sessions of `services` (a service that does not answer in time counts none)."""
+
+        async def count(service: EmbeddedService) -> int:
+            client = BrowserClient(config=ClientConfig(base_url=service.url, token=service.token))
+            return len([b async for b in client.sessions.list(page_size=100)])
+
+        total = 0
+        for service in services:
+            try:
+                total += await asyncio.wait_for(count(service), self.COUNT_SESSIONS_SECONDS)
+            except (ClientError, TimeoutError, OSError):
+                continue
+        return total
+
+    async def action_quit(self) -> None:
+        """Quit; when that would end sessions (the embedded service this app started stops), ask first."""
+        from bbrowse.tui.screens.quit import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
+            self.screen.dismiss("stop")  # ctrl+q twice: quit and stop
+            return
+        services = self._running_started_services()
+        sessions = await self._count_sessions(services) if services else 0
+        if not sessions:
+            self.exit()
+            return
+
+        def chosen(choice: str | None) -> None:
+            if choice is None:
+                return
+            self.keep_services_running = choice == "keep"
+            self.exit()
+
+        self.push_screen(QuitScreen(sessions, ", ".join(service.url for service in services)), chosen)
+
+    def _stop_started_services(self) -> None:
+        """Ask every embedded service this app started to stop, without waiting: it finishes in the background
+        (browsers closed, recordings finalised) while the terminal is already the user's again."""
+        if self.keep_services_running:
+            return
+        for service in self.started_services.values():
+            try:
+                service.stop(wait=False)
+            except OSError:
+                continue
 
     async def on_unmount(self) -> None:
-        if self.target is not None:
-            self.target.close()
+        self._stop_started_services()
 
 
-def _runner(node, action: str) -> Callable[[], object]:
-    async def run() -> None:
-        await node.run_action(action)
-
-    return run
+#: Actions the palette lists among the global commands, so not again under a screen.
+GLOBAL_ACTIONS = {"quit", "app.quit", "switch_profile", "app.switch_profile", "toggle_help", "app.toggle_help"}
 
 
 #: What widgets hosted by another app (a test's) read as settings.
@@ -351,6 +452,8 @@ def known_binding_ids() -> set[str]:
     # importing the screens imports every pane and widget, so their classes exist to be walked
     import bbrowse.tui.screens.confirm
     import bbrowse.tui.screens.create_session
+    import bbrowse.tui.screens.quit
+    import bbrowse.tui.screens.save
     import bbrowse.tui.screens.session
     import bbrowse.tui.screens.sessions  # noqa: F401
 

@@ -1,11 +1,19 @@
-"""The create-session form: name, start URL, headless, timeout. Errors from the service show inline."""
+"""The create-session form: name, start URL, headless, timeout. Errors from the service show inline.
+
+The form checks what it sends, so the service never has to guess: the timeout is required (a cleared
+field is an error, not the service's silent default) and within 10–259200 s, and a start URL must be
+a URL (`https://…`, `about:blank`, `data:…`). Its fields scroll when the terminal is short, and the
+buttons stay in view.
+"""
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, Switch
 
@@ -13,25 +21,64 @@ from bbrowse.client import ClientError
 from bbrowse.tui.app import describe_error
 from bbrowse.wire import Browser
 
+DEFAULT_TIMEOUT = 300
+MIN_TIMEOUT, MAX_TIMEOUT = 10, 259_200
+#: Schemes that need a host after them (`https://host/...`); the others stand alone (`about:blank`).
+HOST_SCHEMES = frozenset({"http", "https", "ftp", "ws", "wss"})
+OPAQUE_SCHEMES = frozenset({"about", "data", "file", "chrome", "view-source", "blob", "javascript"})
+
+
+def check_timeout(text: str) -> tuple[int | None, str | None]:
+    """(seconds, None) or (None, the problem in a sentence)."""
+    text = text.strip()
+    if not text:
+        return None, f"Inactivity timeout is required: a number of seconds, {MIN_TIMEOUT}–{MAX_TIMEOUT:,}."
+    try:
+        seconds = int(text)
+    except ValueError:
+        return None, "Inactivity timeout must be a whole number of seconds."
+    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
+        return None, f"Inactivity timeout must be between {MIN_TIMEOUT} and {MAX_TIMEOUT:,} seconds."
+    return seconds, None
+
+
+def check_start_url(text: str) -> tuple[str | None, str | None]:
+    """(url or None when empty, None) or (None, the problem in a sentence)."""
+    text = text.strip()
+    if not text:
+        return None, None
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme in HOST_SCHEMES and parts.netloc and " " not in parts.netloc:
+        return text, None
+    if scheme in OPAQUE_SCHEMES and len(text) > len(scheme) + 1:
+        return text, None
+    if not scheme and "." in text and " " not in text:
+        return None, f"Start URL needs its scheme: https://{text}"
+    return None, "Start URL must be a URL, e.g. https://example.com or about:blank."
+
 
 class CreateSessionScreen(ModalScreen[Browser | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="create.cancel"),
         Binding("ctrl+s", "submit", "Create", id="create.submit"),
     ]
+    #: Rows of the dialog around its fields: border, padding, title, error line and buttons.
+    CHROME_ROWS = 12
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="create-form"):
             yield Static("New browser session", classes="dialog-title")
-            yield Label("Name (optional, unique)")
-            yield Input(placeholder="e.g. checkout-flow", id="name")
-            yield Label("Start URL (optional)")
-            yield Input(placeholder="https://example.com", id="start-url")
-            yield Label("Inactivity timeout, seconds (10–259200)")
-            yield Input("300", id="timeout", type="integer")
-            with Horizontal(classes="switch-row"):
-                yield Switch(value=True, id="headless")
-                yield Label("Headless")
+            with VerticalScroll(id="create-fields", can_focus=False):
+                yield Label("Name (optional, unique)")
+                yield Input(placeholder="e.g. checkout-flow", id="name")
+                yield Label("Start URL (optional)")
+                yield Input(placeholder="https://example.com", id="start-url")
+                yield Label(f"Inactivity timeout, seconds ({MIN_TIMEOUT}–{MAX_TIMEOUT})")
+                yield Input(str(DEFAULT_TIMEOUT), id="timeout", type="integer")
+                with Horizontal(classes="switch-row"):
+                    yield Switch(value=True, id="headless")
+                    yield Label("Headless")
             yield Static("", id="create-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Create (ctrl+s)", variant="primary", id="create")
@@ -39,6 +86,15 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Give the fields what the dialog (90% of the screen) leaves: they scroll, the buttons stay in view."""
+        fields = self.query_one("#create-fields")
+        fields.styles.max_height = max(4, int(self.size.height * 0.9) - self.CHROME_ROWS)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -52,20 +108,28 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
     def action_submit(self) -> None:
         self._create()
 
+    def _refuse(self, field_id: str, problem: str) -> None:
+        self.query_one("#create-error", Static).update(problem)
+        field = self.query_one(f"#{field_id}", Input)
+        field.focus()
+        field.scroll_visible()
+
     @work(exclusive=True, group="create-session")
     async def _create(self) -> None:
         error = self.query_one("#create-error", Static)
-        timeout_text = self.query_one("#timeout", Input).value.strip()
-        try:
-            timeout = int(timeout_text) if timeout_text else None
-        except ValueError:
-            error.update("Timeout must be a whole number of seconds.")
+        start_url, problem = check_start_url(self.query_one("#start-url", Input).value)
+        if problem:
+            self._refuse("start-url", problem)
+            return
+        timeout, problem = check_timeout(self.query_one("#timeout", Input).value)
+        if problem:
+            self._refuse("timeout", problem)
             return
         error.update("Creating…")
         try:
             browser = await self.app.client.sessions.create(
                 name=self.query_one("#name", Input).value.strip() or None,
-                start_url=self.query_one("#start-url", Input).value.strip() or None,
+                start_url=start_url,
                 headless=self.query_one("#headless", Switch).value,
                 timeout_seconds=timeout,
             )

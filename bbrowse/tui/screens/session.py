@@ -47,6 +47,7 @@ TERMINAL_TABS = frozenset({"shells"})
 
 
 class SessionScreen(BbrowseScreen):
+    PALETTE_NAME = "Session"
     BINDINGS = [
         Binding("escape", "back", "Back", id="session.back"),
         Binding("enter", "enter_pane", "Into tab", id="session.enter"),
@@ -153,6 +154,30 @@ class SessionScreen(BbrowseScreen):
             focus()
         elif content is not None and content.focusable:
             content.focus()
+
+    async def open_tab(self, tab_id: str) -> Widget:
+        """Show `tab_id` (mounting its pane if needed) and return its pane: for the palette's commands."""
+        pane = self.query_one(f"#{tab_id}", TabPane)
+        if self.tabbed.active != tab_id:
+            self._take_focus = True
+            self.tabbed.active = tab_id
+        if not pane.children:
+            await self._show(tab_id, focus_pane=True)
+        return pane.children[0]
+
+    def palette_tab_of(self, widget: Widget) -> tuple[str, str] | None:
+        """(tab id, label) of the tab holding `widget`, for the palette."""
+        labels = {tab_id: label for tab_id, label, _ in TABS}
+        for ancestor in widget.ancestors_with_self:
+            if isinstance(ancestor, TabPane) and ancestor.id in labels and ancestor.parent is not None \
+                    and ancestor.parent.parent is self.tabbed:
+                return ancestor.id, labels[ancestor.id]
+        return None
+
+    def palette_tabs(self) -> list[tuple[str, str, PaneFactory]]:
+        """The tabs whose pane is not mounted yet (their actions open the tab first)."""
+        return [(tab_id, label, self._factories[tab_id]) for tab_id, label, _ in TABS
+                if not self.query_one(f"#{tab_id}", TabPane).children]
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -19,20 +19,25 @@ from textual.widgets import DataTable, Footer, Input, Static
 from bbrowse.client import ClientError
 from bbrowse.tui.app import BbrowseScreen
 from bbrowse.tui.format import absolute_time, human_seconds, relative_time
-from bbrowse.tui.widgets.keyed_table import sync_rows
+from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Browser
 
 REFRESH_SECONDS = 2.0
 
 COLUMNS = (("name", "Name"), ("id", "ID"), ("created", "Created"), ("headless", "Headless"),
            ("timeout", "Timeout"), ("state", "State"))
+#: When the table is narrow (80 columns): the creation time gives way first, then Headless, the name
+#: and the id; the state and the timeout keep their width longest.
+FITS = (ColumnFit("created", 0, 8), ColumnFit("headless", 1, 3), ColumnFit("name", 2, 8), ColumnFit("id", 3, 10),
+        ColumnFit("timeout", 4, 4), ColumnFit("state", 5, 6))
 
 
 def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, str | Text]:
-    """The cells of one session's row; remote text is wrapped in `Text`, never parsed as markup."""
+    """The cells of one session's row: `Text` (remote text is never parsed as markup) that ends with an
+    ellipsis when its column is narrowed."""
     created = f"{relative_time(browser.created_at, now)}  {absolute_time(browser.created_at)}"
     state = Text("deleted", style="red") if browser.deleted_at else Text("active", style="green")
-    return {
+    cells = {
         "name": Text(browser.name or "—"),
         "id": Text(browser.session_id),
         "created": created,
@@ -40,6 +45,7 @@ def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, st
         "timeout": human_seconds(browser.timeout_seconds),
         "state": state,
     }
+    return {key: ellipsized(value) for key, value in cells.items()}
 
 
 def matches(browser: Browser, needle: str) -> bool:
@@ -48,6 +54,7 @@ def matches(browser: Browser, needle: str) -> bool:
 
 
 class SessionsScreen(BbrowseScreen):
+    PALETTE_NAME = "Sessions"
     BINDINGS = [
         Binding("n", "create", "New session", id="sessions.create"),
         Binding("d", "delete", "Delete", id="sessions.delete"),
@@ -94,7 +101,12 @@ class SessionsScreen(BbrowseScreen):
             self.refresh_sessions()
             self.set_interval(REFRESH_SECONDS, self.refresh_sessions)
 
+    def on_resize(self) -> None:
+        """The terminal changed size: fit the columns once the table has its new width."""
+        self.call_after_refresh(lambda: fit_columns(self.query_one(DataTable), FITS))
+
     def on_screen_resume(self) -> None:
+        self._keep_focus_in_view()
         if self._live:
             self.refresh_sessions()
 
@@ -122,6 +134,7 @@ class SessionsScreen(BbrowseScreen):
         wanted = [b for b in self._browsers.values() if matches(b, needle)]
         now = self._clock()
         sync_rows(table, {b.session_id: session_cells(b, now) for b in wanted}, [key for key, _ in COLUMNS])
+        fit_columns(table, FITS)
         self._show_empty_state()
 
     def _show_empty_state(self) -> None:
@@ -130,15 +143,34 @@ class SessionsScreen(BbrowseScreen):
         if table.row_count:
             empty.display = False
             table.display = True
+            self._keep_focus_in_view()
             return
         table.display = False
         empty.display = True
+        self._keep_focus_in_view()
         if not self._loaded:
             empty.update("Loading sessions…")
         elif self._browsers:
             empty.update("No session matches the filter. Press esc to clear it, / to change it.")
         else:
             empty.update("No browser sessions yet.\n\nPress n to create one, ? for help.")
+
+    def _keep_focus_in_view(self) -> None:
+        """The keyboard goes to the table when it is shown, and never stays on a hidden widget.
+
+        When the table hides (the list became empty) Textual would move the focus to the next
+        focusable widget, which can be the hidden filter box: the screen's keys then typed into it.
+        """
+        table = self.query_one(DataTable)
+        filter_input = self.query_one("#filter", Input)
+        focused = self.focused
+        if focused is filter_input and filter_input.display:
+            return  # the user is typing a filter
+        if table.display:
+            if focused is not table:
+                table.focus()
+        elif focused is not None:
+            self.set_focus(None)  # no widget: the screen's own keys (n, /, q) work
 
     def selected(self) -> Browser | None:
         table = self.query_one(DataTable)

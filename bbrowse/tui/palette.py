@@ -1,0 +1,134 @@
+"""The command palette's commands: the app's global actions first, then every action of the screen shown.
+
+"Every action" means every binding of bbrowse's own screens, panes and widgets that has an id (the ids
+`[keys]` remaps), so Textual's built-in movement bindings ("Cursor down", "Home") never pad the list.
+On a session screen the actions of every tab are there, also of tabs not opened yet: choosing one
+shows its tab first. A command names where it acts and its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.dom import DOMNode
+from textual.screen import Screen
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from bbrowse.tui.app import BbrowseApp
+
+
+@dataclass(frozen=True)
+class PaletteCommand:
+    title: str
+    help: str
+    run: Callable[[], object]
+
+
+def own_bindings(cls: type) -> Iterator[Binding]:
+    """The bindings with an id that bbrowse's classes in `cls`'s MRO declare (Textual's own are skipped)."""
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("bbrowse."):
+            continue
+        for binding in klass.__dict__.get("BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.id and binding.description:
+                yield binding
+
+
+def key_label(node: DOMNode, binding: Binding) -> str:
+    """The key(s) in effect for `binding` (after `[keys]` remaps), as the footer writes them."""
+    app = node.app
+    keys = app._keymap.get(binding.id, binding.key) if binding.id else binding.key
+    return ", ".join(app.get_key_display(Binding(key.strip(), "")) for key in keys.split(","))
+
+
+def _in_chain(widget: DOMNode, focused: Widget | None) -> bool:
+    return focused is not None and (widget is focused or widget in focused.ancestors)
+
+
+def screen_commands(screen: Screen, skip_actions: set[str]) -> Iterator[PaletteCommand]:
+    """Every action of `screen`: its own bindings, then those of the widgets in it (and of its tabs' panes)."""
+    seen: set[tuple[type, str]] = set()
+    where = getattr(screen, "PALETTE_NAME", None) or type(screen).__name__.removesuffix("Screen")
+
+    def emit(node: DOMNode, binding: Binding, place: str, run: Callable[[], object]) -> Iterator[PaletteCommand]:
+        key = (type(node) if isinstance(node, DOMNode) else node, binding.action)
+        if binding.action in skip_actions or key in seen:
+            return
+        seen.add(key)
+        yield PaletteCommand(binding.description, f"{place} · key {key_label(screen, binding)}", run)
+
+    for binding in own_bindings(type(screen)):
+        yield from emit(screen, binding, where, _runner(screen, binding.action))
+
+    tab_of = getattr(screen, "palette_tab_of", None)
+    focused = screen.focused
+    widgets = [w for w in screen.walk_children(Widget) if any(True for _ in own_bindings(type(w)))]
+    widgets.sort(key=lambda w: not _in_chain(w, focused))  # the focused chain's instance wins
+    for widget in widgets:
+        tab = tab_of(widget) if callable(tab_of) else None
+        place = getattr(widget, "PALETTE_NAME", None) or (tab[1] if tab else where)
+        for binding in own_bindings(type(widget)):
+            run = _tab_runner(screen, tab[0], widget, binding.action) if tab else _runner(widget, binding.action)
+            yield from emit(widget, binding, place, run)
+
+    # a session's tabs not opened yet: their panes' actions, which open the tab first
+    for tab_id, label, factory in getattr(screen, "palette_tabs", lambda: ())():
+        if not isinstance(factory, type):
+            continue
+        for binding in own_bindings(factory):
+            yield from emit(factory, binding, label, _lazy_tab_runner(screen, tab_id, binding.action))
+
+
+def _runner(node: DOMNode, action: str) -> Callable[[], Awaitable[object]]:
+    async def run() -> None:
+        await node.run_action(action)
+
+    return run
+
+
+def _tab_runner(screen: Screen, tab_id: str, widget: Widget, action: str) -> Callable[[], Awaitable[object]]:
+    async def run() -> None:
+        await screen.open_tab(tab_id)
+        if widget.focusable:
+            widget.focus()
+        await widget.run_action(action)
+
+    return run
+
+
+def _lazy_tab_runner(screen: Screen, tab_id: str, action: str) -> Callable[[], Awaitable[object]]:
+    async def run() -> None:
+        pane = await screen.open_tab(tab_id)
+        await pane.run_action(action)
+
+    return run
+
+
+class BbrowseCommands(Provider):
+    """Global commands first (in the app's order), then the screen's; nothing else."""
+
+    def _commands(self) -> list[PaletteCommand]:
+        app: BbrowseApp = self.app  # type: ignore[assignment]
+        return list(app.palette_commands(self.screen))
+
+    async def discover(self) -> Hits:
+        for command in self._commands():
+            yield DiscoveryHit(command.title, command.run, help=command.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        commands = self._commands()
+        for index, command in enumerate(commands):
+            score = matcher.match(command.title)
+            if score > 0:
+                # equal matches keep the order: global commands before the screen's
+                yield Hit(score - index * 1e-6, matcher.highlight(command.title), command.run, help=command.help)
+
+
+def global_commands(entries: Iterable[tuple[str, str, Callable[[], object]]]) -> list[PaletteCommand]:
+    return [PaletteCommand(title, help_text, run) for title, help_text, run in entries]
