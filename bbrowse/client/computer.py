@@ -1,9 +1,14 @@
-"""Computer controls: screenshots."""
+"""Computer controls: screenshots, mouse, keyboard, clipboard and cursor."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from bbrowse.client.decode import model
 from bbrowse.client.transport import Transport, segment
 from bbrowse.wire import ScreenshotRegion
+from bbrowse.wire.computer import ClickType, ClipboardContent, ComputerAction, DragButton, MouseButton, MousePosition
 
 
 class Computer:
@@ -27,3 +32,119 @@ class Computer:
             "POST", f"/browsers/{segment(id_or_name)}/computer/screenshot", json=body, idempotent=False,
         )
         return response.content
+
+    # mouse, keyboard, clipboard, cursor (the official SDK's `browsers.computer.*`) ----------------
+    #
+    # Coordinates are the screenshot's pixels. Key names are X11 keysym names as xdotool takes them
+    # ("Return", "Tab", "BackSpace", "F5", "a", "minus") or combinations ("Ctrl+t", "Ctrl+Shift+Tab");
+    # the aliases "Ctrl", "Alt", "Shift", "Super", "Enter", "Esc" work too. Input is never retried:
+    # a click that may have happened is not clicked twice. Bad input raises `BadRequest` naming the field.
+
+    def _route(self, id_or_name: str, action: str) -> str:
+        return f"/browsers/{segment(id_or_name)}/computer/{action}"
+
+    async def _act(self, id_or_name: str, action: str, body: dict[str, Any]) -> None:
+        await self._t.request("POST", self._route(id_or_name, action), json=body, idempotent=False)
+
+    async def click(
+        self,
+        id_or_name: str,
+        x: int,
+        y: int,
+        *,
+        button: MouseButton = "left",
+        num_clicks: int = 1,
+        click_type: ClickType = "click",
+        hold_keys: Sequence[str] = (),
+    ) -> None:
+        """Click at (x, y): `num_clicks=2` double-clicks; `click_type` "down"/"up" presses or releases only."""
+        body = {"x": x, "y": y, "button": button, "num_clicks": num_clicks, "click_type": click_type}
+        await self._act(id_or_name, "click_mouse", _with_keys(body, hold_keys))
+
+    async def move_mouse(
+        self,
+        id_or_name: str,
+        x: int,
+        y: int,
+        *,
+        smooth: bool = True,
+        duration_ms: int | None = None,
+        hold_keys: Sequence[str] = (),
+    ) -> None:
+        """Move the pointer to (x, y): along a human-like curve (`smooth`, the API's default), or at once."""
+        body: dict[str, Any] = {"x": x, "y": y, "smooth": smooth}
+        if duration_ms is not None:
+            body["duration_ms"] = duration_ms
+        await self._act(id_or_name, "move_mouse", _with_keys(body, hold_keys))
+
+    async def drag(
+        self,
+        id_or_name: str,
+        path: Sequence[tuple[int, int]],
+        *,
+        button: DragButton = "left",
+        smooth: bool = True,
+        duration_ms: int | None = None,
+        delay_ms: int = 0,
+        steps_per_segment: int = 10,
+        step_delay_ms: int = 50,
+        hold_keys: Sequence[str] = (),
+    ) -> None:
+        """Press `button` at the first point, move through the others, release at the last."""
+        body: dict[str, Any] = {
+            "path": [[x, y] for x, y in path], "button": button, "smooth": smooth, "delay": delay_ms,
+            "steps_per_segment": steps_per_segment, "step_delay_ms": step_delay_ms,
+        }
+        if duration_ms is not None:
+            body["duration_ms"] = duration_ms
+        await self._act(id_or_name, "drag_mouse", _with_keys(body, hold_keys))
+
+    async def scroll(
+        self, id_or_name: str, x: int, y: int, delta_x: int = 0, delta_y: int = 0, *, hold_keys: Sequence[str] = (),
+    ) -> None:
+        """Turn the wheel at (x, y) by whole ticks: positive `delta_y` scrolls down, positive `delta_x` right."""
+        body = {"x": x, "y": y, "delta_x": delta_x, "delta_y": delta_y}
+        await self._act(id_or_name, "scroll", _with_keys(body, hold_keys))
+
+    async def type_text(self, id_or_name: str, text: str, *, delay_ms: int = 0) -> None:
+        """Type `text` into whatever has focus ("\\n" presses Return), `delay_ms` between characters."""
+        await self._act(id_or_name, "type", {"text": text, "delay": delay_ms})
+
+    async def press_key(
+        self, id_or_name: str, keys: str | Sequence[str], *, duration_ms: int = 0, hold_keys: Sequence[str] = (),
+    ) -> None:
+        """Tap each key or combination in turn ("Ctrl+a", "Delete"); with `duration_ms`, hold them all that long."""
+        names = [keys] if isinstance(keys, str) else list(keys)
+        await self._act(id_or_name, "press_key", _with_keys({"keys": names, "duration": duration_ms}, hold_keys))
+
+    async def batch(self, id_or_name: str, actions: Sequence[ComputerAction | dict[str, Any]]) -> None:
+        """Run actions in order with nothing interleaving, e.g. `{"type": "click_mouse", "click_mouse": {...}}`.
+
+        Every action is checked before the first runs; a failure stops the batch (the error names its index).
+        """
+        body = [a.model_dump(exclude_none=True) if isinstance(a, ComputerAction) else a for a in actions]
+        await self._act(id_or_name, "batch", {"actions": body})
+
+    async def mouse_position(self, id_or_name: str) -> tuple[int, int]:
+        """Where the pointer is, in screenshot pixels."""
+        response = await self._t.request("POST", self._route(id_or_name, "get_mouse_position"), idempotent=True)
+        position = model(MousePosition, response, "get_mouse_position")
+        return position.x, position.y
+
+    async def read_clipboard(self, id_or_name: str) -> str:
+        response = await self._t.request("POST", self._route(id_or_name, "clipboard/read"), idempotent=True)
+        return model(ClipboardContent, response, "clipboard/read").text
+
+    async def write_clipboard(self, id_or_name: str, text: str) -> None:
+        """Put `text` on the instance's clipboard (a paste in the browser then inserts it)."""
+        await self._t.request("POST", self._route(id_or_name, "clipboard/write"), json={"text": text},
+                              idempotent=True)
+
+    async def set_cursor(self, id_or_name: str, *, hidden: bool) -> None:
+        await self._t.request("POST", self._route(id_or_name, "cursor"), json={"hidden": hidden}, idempotent=True)
+
+
+def _with_keys(body: dict[str, Any], hold_keys: Sequence[str]) -> dict[str, Any]:
+    if hold_keys:
+        body["hold_keys"] = list(hold_keys)
+    return body
