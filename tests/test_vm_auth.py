@@ -104,9 +104,10 @@ def test_the_walk_covers_every_in_vm_area() -> None:
 
 
 def fill(path: str, sessions: dict[str, str]) -> str:
-    """The path with real ids: the session `mine` (named `id_or_name` or `session_id`) and its process."""
+    """The path with real ids: the session `mine` (named `id_or_name` or `session_id`) and its process; any other
+    parameter (a watch id, ...) gets a made-up value: the jwt is checked before the route looks at it."""
     things = {"id_or_name": sessions["mine"], "session_id": sessions["mine"], "process_id": sessions["process_id"]}
-    return re.sub(r"\{(\w+)\}", lambda m: things[m.group(1)], path)
+    return re.sub(r"\{(\w+)\}", lambda m: things.get(m.group(1), "x"), path)
 
 
 def assert_unauthorized(status: int, body: bytes, what: str) -> None:
