@@ -62,6 +62,8 @@ class Guardian:
         self._pipe: int | None = None
         self._lock = threading.Lock()
         self._owner = 0
+        #: Pids not written yet (the pipe was full), sent with the next one.
+        self._backlog = b""
 
     @property
     def available(self) -> bool:
@@ -71,15 +73,18 @@ class Guardian:
         """Have the guardian end `pid`'s session if the service dies; never raises (a failure is logged)."""
         if not self.available:
             return
-        line = b"%d\n" % pid
         with self._lock:
+            self._backlog += b"%d\n" % pid
             for _ in range(2):
                 try:
                     if self._pipe is None or self._owner != os.getpid():
                         self._start()
                     assert self._pipe is not None
-                    os.write(self._pipe, line)
+                    written = os.write(self._pipe, self._backlog)
+                    self._backlog = self._backlog[written:]
                     return
+                except BlockingIOError:
+                    return  # the pipe is full (the guardian reads it every quarter second): sent with the next
                 except OSError as exc:  # the guardian died (someone killed it): start another one
                     log.warning("guardian unavailable (%s); starting a new one", exc)
                     self._close()
@@ -105,6 +110,7 @@ class Guardian:
             raise
         finally:
             os.close(read_end)
+        os.set_blocking(write_end, False)  # a stalled guardian must never stall the event loop
         self._pipe = write_end
         self._owner = os.getpid()
         log.info("guardian started (pid %d): children of this service end when it does", self.process.pid)
