@@ -231,6 +231,17 @@ async def test_malformed_messages_are_answered_and_the_client_carries_on(browser
         await raw.ws.close()
 
 
+async def test_text_that_is_not_valid_unicode_reaches_the_client(browser_session: dict) -> None:
+    """A lone surrogate (JavaScript strings may hold one) crosses as JSON escapes, never breaking the socket."""
+    raw = await RawCDP.connect(browser_session["cdp_ws_url"])
+    try:
+        page = await raw.attach_to_page()
+        assert await raw.evaluate("String.fromCharCode(0xD800) + 'é'", page) == "\ud800é"
+        assert await raw.evaluate("'still here'", page) == "still here"
+    finally:
+        await raw.ws.close()
+
+
 async def test_a_client_can_take_a_screenshot_itself(browser_session: dict) -> None:
     raw = await RawCDP.connect(browser_session["cdp_ws_url"])
     try:

@@ -107,7 +107,8 @@ class ProxyClient:
     # hub -> client ---------------------------------------------------------
 
     def _deliver(self, message: Message) -> None:
-        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        # ASCII with escapes: a lone surrogate (a JavaScript string may hold one) has no UTF-8 form.
+        text = json.dumps(message, separators=(",", ":"))
         self._queued += len(text)
         if self._queued > MAX_QUEUED_CHARACTERS:
             self._on_closed(f"the client read too slowly ({self._queued // (1024 * 1024)} MiB waiting)")
