@@ -6,10 +6,13 @@ Terminal mode (stdin is a terminal)
     back on every way out: normal return, exceptions (try/finally), SIGTERM/SIGHUP/SIGINT/SIGQUIT
     (handlers that end the session and then restore), and `atexit` as the last resort. Input bytes
     go to `processes.stdin` in order, one request at a time, with whatever piled up meanwhile sent
-    together; output from `stdout/stream` is written to fd 1 unbuffered; SIGWINCH sends the new size
-    with `processes.resize`. As in ssh, `~.` typed at the start or right after Enter disconnects:
-    the remote program gets SIGHUP and bbrowse exits 255 (`~~` sends one `~`). Otherwise bbrowse
-    exits with the remote exit status.
+    together. Output comes over the `attach` WebSocket (through the session's VM endpoint, found by
+    reading the session first) as raw bytes written to fd 1 unbuffered, or over `stdout/stream` when
+    attach is refused; a dropped attach is reopened (`PtyOutput`, in bbrowse.client). SIGWINCH sends
+    the new size (as an attach resize frame, or `processes.resize` on the stream). As in ssh, `~.`
+    typed at the start or right after Enter disconnects: the remote program gets SIGHUP and bbrowse
+    exits 255 (`~~` sends one `~`). Otherwise bbrowse exits with the remote exit status (255 when the
+    process ended but its status was no longer known, e.g. Kernel forgets it 10 s after the exit).
 
 Pipe mode (stdin is not a terminal: `echo ls | bbrowse shell ID`)
     No PTY, so stdout and stderr stay apart and bytes pass untouched. The hard part is end of
@@ -26,8 +29,8 @@ Pipe mode (stdin is not a terminal: `echo ls | bbrowse shell ID`)
     needs `sh` and a `head -c` that does not read ahead (GNU coreutils; BSD), which every Kernel
     and bbrowse serve machine has. Ctrl-c (SIGINT) is forwarded to the remote program as INT.
 
-Output in terminal mode comes from `stdout/stream`, which bbrowse serve fills for PTY processes too;
-Kernel's cloud sends PTY output only over the `attach` WebSocket (see service-contract.md).
+Kernel's cloud sends PTY output only over `attach` (nothing on `stdout/stream`), hence attach first in
+terminal mode; pipe mode has no PTY and reads `stdout/stream`, where stdout and stderr stay apart.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import click
 
-from bbrowse.client import BrowserClient, ClientError, ConnectionLost, ServiceError
+from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
 from bbrowse.wire import ProcessExitEvent
@@ -60,6 +63,8 @@ MAX_STDIN_BYTES = 256 * 1024
 PIPE_QUEUE_CHUNKS = 16
 #: How long the HUP sent after `~.` or a local signal may take before bbrowse leaves anyway.
 HANGUP_TIMEOUT_SECONDS = 5.0
+#: How long the service may stay unreachable mid-session before bbrowse gives up on it.
+RECONNECT_GIVE_UP_SECONDS = 30.0
 
 #: Pipe-mode wrapper, run as `sh -c PIPE_WRAPPER bbrowse-shell CMD...`: see the module docstring.
 PIPE_WRAPPER = (
@@ -169,12 +174,19 @@ class _Session:
 
     def __init__(self, client: BrowserClient, session: str) -> None:
         self.client = client
+        #: The session as the user named it, then its id (`resolve`).
         self.session = session
+        self.shown_session = session
         self.process_id = ""
         self.loop = asyncio.get_running_loop()
         #: Resolved with (exit status, hang up the remote program first?) or an exception.
         self.finished: asyncio.Future[tuple[int, bool]] = self.loop.create_future()
         self.tasks: list[asyncio.Task] = []
+
+    async def resolve(self) -> None:
+        """Read the session once: its id (the user may have given its name) and where its VM answers,
+        so every call after this one goes straight there (`routing.py`). Unknown: `NotFound`."""
+        self.session = (await self.client.sessions.get(self.session)).session_id
 
     def end(self, status: int, *, hangup: bool = False) -> None:
         if not self.finished.done():
@@ -254,29 +266,42 @@ class TerminalSession(_Session):
         self.escape = EscapeFilter()
         self.pump = InputPump(self.send_stdin)
         self.size = window_size(fd)
+        self.stdout = sys.stdout.fileno()
+        self.output: PtyOutput | None = None
         self._resized = asyncio.Event()
         self.disconnected = False
 
     async def run(self, argv: Sequence[str]) -> int:
         rows, cols = self.size
+        await self.resolve()
         proc = await self.client.processes.spawn(self.session, argv[0], list(argv[1:]), allocate_tty=True,
                                                  rows=rows, cols=cols)
         self.process_id = proc.process_id
-        events = self.client.processes.stdout_stream(self.session, proc.process_id)
+        self.output = PtyOutput(self.client, self.session, proc.process_id, on_output=self._show, size=(rows, cols),
+                                give_up_after=RECONNECT_GIVE_UP_SECONDS)
         try:
-            async with events:
-                status, hangup = await self._interact(events)
+            status, hangup = await self._interact()
         except BaseException:
             await self.hang_up()
             raise
         if hangup:
             await self.hang_up()
         if self.disconnected:
-            sys.stderr.write(f"Connection to session {self.session} closed.\n")
+            sys.stderr.write(f"Connection to session {self.shown_session} closed.\n")
         return status
 
-    async def _interact(self, events) -> tuple[int, bool]:
-        self.start(self.copy_output(events, split_streams=False), ends_session=True)
+    def _show(self, data: bytes) -> None:
+        write_all(self.stdout, data)
+
+    async def _copy_output(self) -> int:
+        code = await self.output.run()
+        if code is None:
+            sys.stderr.write(f"bbrowse: process {self.process_id} ended; its exit status is no longer known\r\n")
+            return EXIT_DISCONNECTED
+        return code
+
+    async def _interact(self) -> tuple[int, bool]:
+        self.start(self._copy_output(), ends_session=True)
         self.start(_pump_until_closed(self.pump))
         self.start(self._send_resizes())
         installed: list[int] = []
@@ -325,7 +350,7 @@ class TerminalSession(_Session):
                 continue
             self.size = size
             with contextlib.suppress(ServiceError):  # the program exited meanwhile: nothing to resize
-                await self.client.processes.resize(self.session, self.process_id, *size)
+                await self.output.resize(*size)
 
 
 class PipeSession(_Session):
@@ -337,6 +362,7 @@ class PipeSession(_Session):
         self.pump = InputPump(self._send_chunk, maxsize=PIPE_QUEUE_CHUNKS)
 
     async def run(self, argv: Sequence[str]) -> int:
+        await self.resolve()
         proc = await self.client.processes.spawn(self.session, "sh", ["-c", PIPE_WRAPPER, "bbrowse-shell", *argv])
         self.process_id = proc.process_id
         events = self.client.processes.stdout_stream(self.session, proc.process_id)
