@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.screen import Screen
@@ -41,3 +42,26 @@ class PaneScreen(Screen):
             with TabPane(self.title_text, id=self.tab_id):
                 yield self.pane
         yield Footer()
+
+
+def use_downloads_dir(monkeypatch, tmp_path) -> Path:
+    """Point the XDG download directory (`user-dirs.dirs`, as platformdirs reads it) at a folder of this
+    test that does not exist yet: saving must create it."""
+    config = tmp_path / "xdg-config"
+    config.mkdir(exist_ok=True)
+    downloads = tmp_path / "my downloads"
+    (config / "user-dirs.dirs").write_text(f'XDG_DOWNLOAD_DIR="{downloads}"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    return downloads
+
+
+async def accept_save_dialog(pilot, app, *, path: str | None = None) -> None:
+    """Wait for the save dialog; optionally type another path; press enter."""
+    from bbrowse.tui.screens.save import SaveScreen
+
+    await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), what="save dialog")
+    if path is not None:
+        field = app.screen.query_one("#save-path")
+        field.value = path
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: not isinstance(app.screen, SaveScreen), what="save dialog closed")

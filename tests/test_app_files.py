@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, make_app, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -22,6 +22,7 @@ from textual.widgets import ProgressBar
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.file_kind import FileKind
 from bbrowse.tui.panes.files import FilesPane
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.file_viewer import LOAD_STEP, FileViewer
 from bbrowse.tui.widgets.screenshot_view import RENDERING_ENV, ScreenshotView
@@ -157,22 +158,24 @@ async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, tmp_path
 
 
 async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
-    service, session_id: str, tmp_path: Path,
+    service, session_id: str, tmp_path: Path, monkeypatch,
 ) -> None:
     data = os.urandom(3 * 1024 * 1024 + 7)
     source = tmp_path / "remote" / "data.bin"
     source.parent.mkdir()
     source.write_bytes(data)
-    out = tmp_path / "local"
+    out = use_downloads_dir(monkeypatch, tmp_path)
     out.mkdir()
     (out / "data.bin").write_bytes(b"already here")  # never overwritten
     app = make_app(service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
-        pane.save_dir = out
         await go_to(pilot, pane, source)
         await wait_for(pilot, lambda: pane.viewer.kind is FileKind.BINARY)
         await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        assert app.screen.query_one("#save-path").value == str(out / "data (1).bin")
+        await accept_save_dialog(pilot, app)
         await wait_for(pilot, lambda: pane.last_saved is not None, timeout=30)
         saved = pane.last_saved
         assert saved == out / "data (1).bin"

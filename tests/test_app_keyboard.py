@@ -146,13 +146,19 @@ async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, se
         assert tree.has_focus  # the arrows still move in the tree
         await pilot.press("down")
         assert str(tree.cursor_node.label).endswith("b.txt")
-        # every focusable place in the pane keeps the pane's keys (s, x, g)
-        for _ in range(6):
+        # tab goes to the viewer; wherever the focus stops in the pane, its keys work (x toggles hex)
+        stops = []
+        for _ in range(4):
             await pilot.press("tab")
+            await pilot.pause()
             focused = app.focused
-            if focused is None or not focus_inside(app, pane):
+            if focused is None or not focus_inside(app, pane) or focused in stops:
                 continue
-            assert focused.check_consume_key("s", "s") is False or focused is pane.query_one("#files-goto")
+            stops.append(focused)
+            before = pane.viewer.hex_forced
+            await pilot.press("x")
+            await wait_for(pilot, lambda before=before: pane.viewer.hex_forced != before, what=f"x on {focused!r}")
+        assert pane.viewer.lines in stops
 
 
 def visible(widget) -> bool:
@@ -179,8 +185,11 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
             created = app.screen.browser
+            sessions_screen = app.screen_stack[-2]
             async with httpx.AsyncClient(base_url=empty.url, headers=empty.headers) as http:
                 await http.delete(f"/browsers/{created.session_id}")  # deleted elsewhere
+            # the table underneath notices (it refreshes in the background) before the user leaves the session
+            await wait_for(pilot, lambda: created.session_id not in sessions_screen._browsers)
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
                            and app.screen.query_one(DataTable).row_count == 0)
@@ -189,3 +198,28 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
             await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen")
     finally:
         stop_service(empty)
+
+
+async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_restart(
+    service, http: httpx.AsyncClient
+) -> None:
+    browser = Browser.model_validate((await http.post("/browsers", json={"timeout_seconds": 600})).json())
+    app = make_app(service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen, tab = await open_session(pilot, app, browser)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: tab.terminal.has_focus)
+        assert (await http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)  # `bbrowse rm`
+        await wait_for(pilot, lambda: "session was deleted" in terminal_text(tab.terminal), what="the pane says so")
+        text = terminal_text(tab.terminal)
+        assert "restart" not in text.replace("nothing to restart", "") and not tab.terminal.exited
+        assert "session deleted" in str(tab.terminal.border_title)
+        await wait_for(pilot, lambda: not tab.terminal.has_focus, what="out of the dead terminal")
+        process_id = tab.shell.process_id
+        tab.terminal.focus()
+        await pilot.press("r")  # no restart (it would forget the process at once and ask for a new one)
+        assert tab.gone and tab.shell.process_id == process_id
+        await pilot.press("ctrl+right_square_bracket")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="esc goes back")
+        assert screen is not app.screen

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import httpx
-from app_support import wait_for
+from app_support import accept_save_dialog, use_downloads_dir, wait_for
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
@@ -24,6 +24,7 @@ from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.logbuffer import gap_text
 from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource
@@ -148,10 +149,10 @@ async def test_search_highlights_matches_and_n_moves_between_them(service, sessi
         assert view.entry_count == 200
 
 
-async def test_ctrl_s_saves_the_buffer_and_says_where(service, session_id: str, tmp_path: Path, monkeypatch) -> None:
-    home = tmp_path / "home"
-    (home / "Downloads").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
+async def test_ctrl_s_asks_where_saves_the_buffer_in_the_download_dir_and_says_where(
+    service, session_id: str, tmp_path: Path, monkeypatch
+) -> None:
+    downloads = use_downloads_dir(monkeypatch, tmp_path)
     log = tmp_path / "worker.log"
     lines = [f"line {i} \x1b[32mok\x1b[0m" for i in range(50)]
     log.write_text("".join(line + "\n" for line in lines))
@@ -161,9 +162,14 @@ async def test_ctrl_s_saves_the_buffer_and_says_where(service, session_id: str, 
         panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
         await wait_for(pilot, lambda: len(panel.view.buffer) == 50)
         await pilot.press("ctrl+s")
-        saved = lambda: list((home / "Downloads").glob("bbrowse-worker.log-*.log"))  # noqa: E731
+        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        proposed = app.screen.query_one("#save-path").value
+        assert proposed.startswith(str(downloads) + "/bbrowse-worker.log-") and proposed.endswith(".log")
+        await accept_save_dialog(pilot, app)
+        saved = lambda: list(downloads.glob("bbrowse-worker.log-*.log"))  # noqa: E731
         await wait_for(pilot, lambda: len(saved()) == 1 and any("Saved" in n.message for n in app._notifications))
         target = saved()[0]
+        assert str(target) == proposed
         assert target.read_text() == "".join(line + "\n" for line in lines)  # as received, colour codes and all
         notice = next(n for n in app._notifications if n.title == "Log saved")
         assert str(target) in notice.message and "50 lines" in notice.message

@@ -6,9 +6,10 @@ import shutil
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import accept_save_dialog, make_app, use_downloads_dir, wait_for
 
 from bbrowse.tui.panes.replays import ReplaysPane
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.wire import Browser
 
@@ -20,8 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.AsyncClient, tmp_path,
                                                           monkeypatch) -> None:
-    (tmp_path / "Downloads").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path))
+    downloads = use_downloads_dir(monkeypatch, tmp_path)
     r = await http.post("/browsers", json={"timeout_seconds": 600,
                                            "start_url": "data:text/html,<h1>replay me</h1>"})
     browser = Browser.model_validate(r.json())
@@ -51,10 +51,15 @@ async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.A
             assert "jwt=" in app.clipboard
 
             await pilot.press("s")
-            target = tmp_path / "Downloads" / f"bbrowse-replay-{replay_id}.mp4"
+            target = downloads / f"bbrowse-replay-{replay_id}.mp4"
+            await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), what="save dialog")
+            assert app.screen.query_one("#save-path").value == str(target)
+            await accept_save_dialog(pilot, app)
             await wait_for(pilot, lambda: target.exists(), timeout=30, what="downloaded file")
+            await wait_for(pilot, lambda: pane.last_saved == target)
+            assert any(str(target) in n.message for n in app._notifications)
             data = target.read_bytes()
             assert data[4:8] == b"ftyp" and len(data) > 1000  # an MP4, not an error body
-            assert not target.with_suffix(".part").exists()
+            assert not list(downloads.glob("*.part"))
     finally:
         await http.delete(f"/browsers/{browser.session_id}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, make_app, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
@@ -23,6 +23,7 @@ from textual_image._terminal import CellSize, get_cell_size
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
+from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.wire import ScreenshotRegion
 
@@ -69,7 +70,7 @@ def test_parse_region() -> None:
 @pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed: the service cannot take screenshots")
 async def test_capture_shows_the_image_live_view_region_and_save(
-    service, session_id: str, tmp_path: Path,
+    service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app = make_app(service)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -110,9 +111,12 @@ async def test_capture_shows_the_image_live_view_region_and_save(
         await pilot.press("R", "ctrl+u", "enter")  # empty clears it
         await wait_for(pilot, lambda: pane.capture_region is None and pane.image.size == (width, height))
 
-        pane.save_dir = tmp_path
+        downloads = use_downloads_dir(monkeypatch, tmp_path)
         await pilot.press("s")
-        assert pane.last_saved is not None and pane.last_saved.parent == tmp_path
+        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        await accept_save_dialog(pilot, app, path="shots/")  # a folder in the download directory, made for it
+        assert pane.last_saved is not None and pane.last_saved.parent == downloads / "shots"
+        assert pane.last_saved.name.startswith(f"bbrowse-screenshot-{session_id}-")
         assert pane.last_saved.read_bytes() == pane.png
         assert any(str(pane.last_saved) in n.message for n in app._notifications)
 

@@ -27,10 +27,10 @@ from bbrowse.tui.format import absolute_time, human_bytes
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
-from bbrowse.tui.widgets.file_viewer import FileLines, FileViewer
+from bbrowse.tui.widgets.file_viewer import FileViewer
 from bbrowse.wire import FileInfo
 
-HINT = "enter open · g go to · ~ work dir · / root · s save · x hex · m more · r reload"
+HINT = "enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload"
 #: Seconds the finished progress bar stays up, so the user sees where the file went.
 SAVED_BAR_SECONDS = 6.0
 
@@ -229,8 +229,11 @@ class FilesPane(Vertical):
         self._open(event.entry.path, info.size_bytes if info else None)
 
     def _open(self, path: str, size: int | None) -> None:
+        """Show the file in the viewer; the keyboard stays in the tree (arrows keep moving there, tab goes
+        to the viewer to scroll it)."""
         self.viewer.open_remote(path, size)
-        self.viewer.query_one(FileLines).focus()
+        if not self.file_tree.has_focus and not self.viewer.lines.has_focus:
+            self.file_tree.focus()
 
     def action_toggle_hex(self) -> None:
         self.viewer.toggle_hex()

@@ -17,9 +17,23 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
-from bbrowse.client import ClientError
+from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone
 from bbrowse.tui.shell_session import ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
+
+GONE_BANNER = (b"\r\n\x1b[0m\x1b[1;7m the session was deleted \xe2\x80\x94 nothing to restart here;"
+               b" esc: back to the sessions \x1b[0m")
+
+
+async def session_gone(client: BrowserClient, session_id: str) -> bool:
+    """True when the session answers 410 (deleted) or 404; a service that cannot say counts as not gone."""
+    try:
+        await client.sessions.get(session_id)
+    except (SessionGone, NotFound):
+        return True
+    except ClientError:
+        return False
+    return False
 
 
 class ShellTab(TabPane):
@@ -37,6 +51,8 @@ class ShellTab(TabPane):
         self.session_id = session_id
         self.base_title = title
         self.shell: ShellSession | None = None
+        #: The session was deleted: the pane says so and offers no restart.
+        self.gone = False
 
     def on_mount(self) -> None:
         self.shell = ShellSession(
@@ -87,6 +103,19 @@ class ShellTab(TabPane):
         await self.shell.resize(cols, rows)
 
     def _exited(self, code: int | None) -> None:
+        self._after_exit(code)
+
+    @work(exclusive=True, group="shell-exit")
+    async def _after_exit(self, code: int | None) -> None:
+        """Offer a restart only when there is something to restart in: a deleted session (e.g. `bbrowse rm`
+        elsewhere, which hangs the shell up with 129) says so instead."""
+        if await session_gone(self.app.client, self.session_id):
+            self.gone = True
+            self.terminal.feed(GONE_BANNER)
+            self._show_state("session deleted")
+            if self.terminal.has_focus:  # nothing to type into: out of the terminal, esc then goes back
+                self.terminal.post_message(TerminalView.LeaveRequested(self.terminal))
+            return
         self.terminal.show_exit(code)
         self._show_state(f"exited {code}" if code is not None else "ended")
 
@@ -95,6 +124,8 @@ class ShellTab(TabPane):
 
     @on(TerminalView.RestartRequested)
     def _restart(self) -> None:
+        if self.gone:
+            return
         cols, rows = self.terminal.terminal_size
         self.shell.process_id = None
         self._start(cols, rows)

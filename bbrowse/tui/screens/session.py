@@ -48,6 +48,7 @@ TERMINAL_TABS = frozenset({"shells"})
 
 class SessionScreen(BbrowseScreen):
     PALETTE_NAME = "Session"
+    AUTO_FOCUS = None  # the screen decides: the tab bar, or the pane of the tab it opens on
     BINDINGS = [
         Binding("escape", "back", "Back", id="session.back"),
         Binding("enter", "enter_pane", "Into tab", id="session.enter"),
@@ -68,6 +69,8 @@ class SessionScreen(BbrowseScreen):
         self._focus_in_tab: dict[str, Widget] = {}
         #: Set by the number keys: the next shown tab takes the keyboard even from the tab bar.
         self._take_focus = False
+        #: The tab shown last (TabbedContent also announces the initial tab, which on_mount shows).
+        self._current_tab: str | None = None
 
     @property
     def session_id(self) -> str:
@@ -100,7 +103,7 @@ class SessionScreen(BbrowseScreen):
     @on(TabbedContent.TabActivated, "#session-tabs")
     async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         event.stop()
-        if event.pane is None or not event.pane.id:
+        if event.pane is None or not event.pane.id or event.pane.id == self._current_tab:
             return
         take, self._take_focus = self._take_focus, False
         await self._show(event.pane.id, focus_pane=take or not self.tab_bar.has_focus)
@@ -118,6 +121,7 @@ class SessionScreen(BbrowseScreen):
 
     async def _show(self, tab_id: str, *, focus_pane: bool) -> None:
         """Mount the tab's pane on first view; then give it the keyboard (or leave it on the tab bar)."""
+        self._current_tab = tab_id
         pane = self.query_one(f"#{tab_id}", TabPane)
         first_view = not pane.children
         if first_view:
