@@ -275,15 +275,17 @@ class CDPHub:
     # receiving -------------------------------------------------------------
 
     def _on_message(self, raw: bytes) -> None:
+        """Route one message; nothing in one message may stop the pipe for the others."""
         try:
             message = json.loads(raw)
-        except ValueError:
-            log.warning("%s: unreadable DevTools message (%d bytes) dropped", self.label, len(raw))
-            return
-        if "id" in message:
-            self._on_reply(message)
-        else:
-            self._on_event(message)
+            if not isinstance(message, dict):
+                raise ValueError("not an object")
+            if "id" in message:
+                self._on_reply(message)
+            else:
+                self._on_event(message)
+        except Exception:
+            log.exception("%s: DevTools message dropped (%d bytes: %r...)", self.label, len(raw), raw[:80])
 
     def _on_reply(self, message: Message) -> None:
         entry = self._pending.pop(message["id"], None)
