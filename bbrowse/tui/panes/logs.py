@@ -22,6 +22,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
@@ -30,7 +31,7 @@ from bbrowse.client import BrowserClient, ClientError, ServiceError
 from bbrowse.client.errors import ConnectionLost, RateLimited
 from bbrowse.tui.app import describe_error, settings_of
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
-from bbrowse.wire import LogSource
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
 #: Delays between reconnection attempts, then the last one forever.
 BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 5.0)
@@ -61,6 +62,19 @@ class LogTarget:
         """A file-name-safe short name: the program, or the file's base name."""
         base = self.name if self.source is LogSource.SUPERVISOR else posixpath.basename(self.name.rstrip("/"))
         return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "log"
+
+
+class SupervisorLogsUnavailable(Message):
+    """The service keeps no supervisor logs (Kernel's VM, `bbrowse serve --kernel-compat`): it answered a
+    supervisor stream with one `logs source not available` event and ended it."""
+
+    def __init__(self, target: LogTarget) -> None:
+        super().__init__()
+        self.target = target
+
+
+UNAVAILABLE_NOTE = ("This service keeps no supervisor logs (as Kernel's VM): its programs log to files. "
+                    "Press o and choose a file on the instance.")
 
 
 def _gives_up(error: ClientError) -> bool:
@@ -95,14 +109,23 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 panel.connection = "● live"
                 panel.app.connection_ok()
                 count = 0
+                unavailable = False
                 stamp, seconds = None, 0.0
                 async for event in events:
                     if event.timestamp != stamp:  # lines read together share their timestamp
                         stamp, seconds = event.timestamp, event.timestamp.timestamp()
+                    if count == 0 and target.source is LogSource.SUPERVISOR:
+                        unavailable = event.message.strip() == LOGS_SOURCE_NOT_AVAILABLE
                     push(event.message, seconds)
                     count += 1
                     if count % YIELD_EVERY_EVENTS == 0:
                         await asyncio.sleep(0)
+            if unavailable and count == 1:  # not a log that ended: a source this service does not have
+                view.flush()
+                panel.connection = "not available on this service: o opens a file log"
+                view.append_lines([UNAVAILABLE_NOTE])
+                panel.post_message(SupervisorLogsUnavailable(target))
+                return
             reason = "stream ended"
         except ClientError as error:
             if _gives_up(error):
@@ -176,14 +199,19 @@ class OpenLogScreen(ModalScreen[LogTarget | None]):
     OpenLogScreen RadioSet { width: 100%; }
     """
 
-    def __init__(self, client: BrowserClient, session_id: str) -> None:
+    def __init__(self, client: BrowserClient, session_id: str, *, files_only: bool = False) -> None:
+        """`files_only`: the service keeps no supervisor logs: the form opens on the file choice and says why."""
         super().__init__()
         self.client = client
         self.session_id = session_id
+        self.files_only = files_only
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="open-log-form"):
             yield Static("Open a log", classes="dialog-title")
+            if self.files_only:
+                yield Static("This service keeps no supervisor logs: open a file on the instance.",
+                             id="open-log-note", markup=False)
             with RadioSet(id="open-log-source"):
                 yield RadioButton("Supervised program", value=True, id="source-supervisor")
                 yield RadioButton("File on the instance", id="source-path")
@@ -198,6 +226,11 @@ class OpenLogScreen(ModalScreen[LogTarget | None]):
                 yield Button("Cancel (esc)", id="open-log-cancel")
 
     def on_mount(self) -> None:
+        if self.files_only:
+            self.query_one("#source-path", RadioButton).value = True
+            self.set_class(True, "path")
+            self.query_one("#open-log-path", Input).focus()
+            return
         self.query_one("#open-log-programs", OptionList).focus()
         self._load_programs()
 
@@ -287,6 +320,8 @@ class LogsPane(Vertical, can_focus=True):
         self.capacity = capacity
         self._shown = False
         self._count = 0
+        #: The service answered a supervisor stream with "not available": `o` offers files only.
+        self.supervisor_logs_unavailable = False
 
     def compose(self) -> ComposeResult:
         yield Static(HINT, id="logs-hint", markup=False)
@@ -360,12 +395,20 @@ class LogsPane(Vertical, can_focus=True):
                 self._activate(panel)
                 return
 
+    @on(SupervisorLogsUnavailable)
+    def _supervisor_logs_unavailable(self, event: SupervisorLogsUnavailable) -> None:
+        event.stop()
+        if not self.supervisor_logs_unavailable:
+            self.supervisor_logs_unavailable = True
+            self.notify(UNAVAILABLE_NOTE, title=f"No supervisor log {event.target.name}", timeout=10, markup=False)
+
     def action_open(self) -> None:
         def opened(target: LogTarget | None) -> None:
             if target is not None:
                 self.run_worker(self.open_log(target), group="logs-open")
 
-        self.app.push_screen(OpenLogScreen(self.app.client, self.session_id), opened)
+        screen = OpenLogScreen(self.app.client, self.session_id, files_only=self.supervisor_logs_unavailable)
+        self.app.push_screen(screen, opened)
 
     async def action_close(self) -> None:
         panel = self.current

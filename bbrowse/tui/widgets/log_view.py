@@ -335,6 +335,12 @@ class LogView(ScrollView, can_focus=True):
     def _scroll_to_end(self) -> None:
         self._scroll_self(self.total_rows)  # clamped to the last screenful (whatever the scrollbars take)
 
+    def watch_show_horizontal_scrollbar(self, shown: bool) -> None:
+        """The scrollbar under the lines came or went: the view is a row shorter or taller, so a following
+        view scrolls to the end again (else the newest line hides under the scrollbar)."""
+        if self.following:
+            self.call_after_refresh(self._scroll_to_end)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if self._auto_scroll or not self.is_mounted:

@@ -1,0 +1,49 @@
+"""A service without supervisor logs (Kernel's VM; `bbrowse serve --kernel-compat`) answers a supervisor stream
+with one "logs source not available" event and ends it: the Logs pane says so once, stops asking, and offers
+a file log instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from app_support import PaneScreen, wait_for
+
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.panes.logs import LogsPane, OpenLogScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.widgets.log_view import LogStatus
+
+
+async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_http: httpx.AsyncClient,
+                                                          tmp_path: Path) -> None:
+    session_id = (await compat_http.post("/browsers", json={"timeout_seconds": 300})).json()["session_id"]
+    log = tmp_path / "app.log"
+    log.write_text("from a file\n")
+    app = BbrowseApp(target=Target(ClientConfig(compat_service.url, compat_service.token), "remote"))
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+            pane = LogsPane(session_id)  # opens the default supervised program, as the Logs tab does
+            await app.push_screen(PaneScreen(pane, "Logs", "logs"))
+            await wait_for(pilot, lambda: len(pane.panels) == 1)
+            panel = pane.panels[0]
+            status = lambda: str(panel.query_one(LogStatus).render())  # noqa: E731
+            await wait_for(pilot, lambda: "not available on this service" in status(), what="said once")
+            await wait_for(pilot, lambda: not any(w.node is panel and w.is_running for w in app.workers),
+                           what="no reconnecting loop")
+            assert pane.supervisor_logs_unavailable
+            assert any("no supervisor logs" in n.message for n in app._notifications)
+
+            await pilot.press("o")
+            await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
+            form = app.screen
+            assert form.by_path and form.query_one("#open-log-path").has_focus
+            form.query_one("#open-log-path").value = str(log)
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: len(pane.panels) == 2)
+            await wait_for(pilot, lambda: pane.panels[1].view.buffer.snapshot() == ["from a file"])
+    finally:
+        await compat_http.delete(f"/browsers/{session_id}")
