@@ -23,6 +23,7 @@ from bbrowse.tui.app import BbrowseApp, StartingScreen, load_app_settings
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.screens.create_session import CreateSessionScreen
+from bbrowse.tui.screens.quit import QuitScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.shell_session import DEFAULT_SHELL
 from bbrowse.tui.widgets.service_bar import ServiceBar
@@ -145,8 +146,9 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
         await wait_for(pilot, lambda: app.screen._loaded)
 
 
-async def test_switching_away_stops_the_embedded_service_the_app_started(two_services, profiles_config, tmp_path,
-                                                                        monkeypatch):
+async def test_switching_away_leaves_the_embedded_service_running_and_switching_back_finds_its_sessions(
+    two_services, profiles_config, tmp_path, monkeypatch
+):
     alpha, _ = two_services
     monkeypatch.setenv("BBROWSE_STATE_DIR", str(tmp_path / "fresh-state"))  # no service runs there yet
     settings = settings_from(profiles_config).model_copy(update={"profile": "embedded"})
@@ -156,13 +158,36 @@ async def test_switching_away_stops_the_embedded_service_the_app_started(two_ser
                        timeout=40)
         embedded = app.target.embedded
         assert embedded is not None and embedded.owned
+        url = app.target.config.base_url
         await wait_for(pilot, lambda: bar_label(app).startswith("embedded · http://127.0.0.1:"))
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {embedded.token}"}) as http:
+            made_elsewhere = (await http.post("/browsers", json={"name": "made-with-the-cli"})).json()["session_id"]
+        await wait_for(pilot, lambda: made_elsewhere in table_ids(app))
 
         app.switch_profile("alpha")
-        await wait_for(pilot, lambda: embedded.process.poll() is not None, timeout=20)
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.target is not None
                        and app.target.config.base_url == alpha.url)
-        await wait_for(pilot, lambda: app.screen._loaded)  # the table is filled from alpha before the app exits
+        await wait_for(pilot, lambda: app.screen._loaded)
+        assert embedded.running  # nothing was destroyed by switching
+
+        app.switch_profile("embedded")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.target is not None
+                       and app.target.kind == "embedded", timeout=40)
+        assert app.target.config.base_url == url  # the same service, found through its discovery file
+        assert app.target.embedded is embedded  # still the one this app started (so quitting stops it)
+        await wait_for(pilot, lambda: made_elsewhere in table_ids(app))
+
+        # quitting would end that session: the app asks first and says how many
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen))
+        assert "ending 1 session " in str(app.screen.query_one("#quit-question").render())
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        assert embedded.running
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen))
+        await pilot.press("y")
+    assert embedded.process.wait(timeout=60) is not None  # stopped, in the background, after the app was gone
 
 
 # keys --------------------------------------------------------------------------------
