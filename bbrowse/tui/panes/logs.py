@@ -263,7 +263,10 @@ class OpenLogScreen(ModalScreen[LogTarget | None]):
     @on(Button.Pressed, "#open-log-open")
     def action_submit(self) -> None:
         error = self.query_one("#open-log-error", Static)
-        history_text = self.query_one("#open-log-history", Input).value.strip() or "0"
+        history_text = self.query_one("#open-log-history", Input).value.strip()
+        if not history_text:
+            error.update("Lines of history is required: 0 for none, up to 1,000,000.")
+            return
         try:
             history = int(history_text)
         except ValueError:
