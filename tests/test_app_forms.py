@@ -72,7 +72,7 @@ async def test_the_open_log_form_refuses_a_cleared_history_length(service, sessi
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
         answers: list[object] = []
         app.push_screen(OpenLogScreen(app.client, session_id), answers.append)
-        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen) and app.screen.query("#open-log-programs")
                        and app.screen.query_one("#open-log-programs").option_count > 0)
         form = app.screen
         form.query_one("#open-log-history").value = ""  # the 1000 shown is gone
