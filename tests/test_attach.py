@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -164,3 +165,192 @@ async def test_bad_control_frames_are_ignored(service, http: httpx.AsyncClient, 
         await screen.until(b"alive\r\nalive\r\n")
         await ws.send(b"\x04")
         assert (await screen.until_exit())["exitCode"] == 0
+
+
+# ---------------------------------------------------------------------------------------- PtyOutput
+# What the shell pane and `bbrowse shell` read a PTY with, against the real service in both modes.
+
+PROMPT_SHELL = ["bash", "--norc", "--noprofile", "-i"]
+PROMPT_ENV = {"PS1": "PROMPT> "}
+
+
+class Collected:
+    """PtyOutput's callbacks, recorded."""
+
+    def __init__(self) -> None:
+        self.output = bytearray()
+        self.paths: list[str] = []
+        self.errors: list[BaseException] = []
+        self.changed = asyncio.Event()
+
+    def on_output(self, data: bytes) -> None:
+        self.output += data
+        self.changed.set()
+
+    async def until(self, needle: bytes, start: int = 0) -> int:
+        """Wait for `needle` in the output from `start`; where it ends."""
+        async with asyncio.timeout(TIMEOUT):
+            while (found := self.output.find(needle, start)) < 0:
+                self.changed.clear()
+                await self.changed.wait()
+        return found + len(needle)
+
+
+def pty_output(client, sid: str, process_id: str, seen: Collected, size=(24, 80)):
+    from bbrowse.client import PtyOutput
+
+    return PtyOutput(client, sid, process_id, on_output=seen.on_output, size=size, on_path=seen.paths.append,
+                     on_error=seen.errors.append)
+
+
+@pytest.fixture(scope="module")
+async def compat_client(compat_service):
+    from bbrowse.client import BrowserClient
+
+    client = BrowserClient(compat_service.url, compat_service.token)
+    browser = await client.sessions.create(timeout_seconds=900)
+    yield client, browser.session_id
+    await client.sessions.delete(browser.session_id)
+
+
+@pytest.fixture(scope="module")
+async def default_client(service, sid: str):
+    from bbrowse.client import BrowserClient
+
+    client = BrowserClient(service.url, service.token)
+    await client.sessions.get(sid)  # learns the VM route
+    return client, sid
+
+
+@pytest.fixture(params=["default", "compat"])
+def either(request, default_client, compat_client):
+    """(client, session id, mode) on the default service, then on --kernel-compat."""
+    return (*(default_client if request.param == "default" else compat_client), request.param)
+
+
+async def test_pty_output_over_attach_via_the_vm_until_the_exit_code(either) -> None:
+    client, sid, _ = either
+    proc = await client.processes.spawn(sid, PROMPT_SHELL[0], PROMPT_SHELL[1:], allocate_tty=True, rows=24,
+                                        cols=80, env=PROMPT_ENV)
+    seen = Collected()
+    output = pty_output(client, sid, proc.process_id, seen)
+    running = asyncio.ensure_future(output.run())
+    await seen.until(b"PROMPT> ")
+    assert seen.paths == ["attach"] and output.path == "attach"
+    await client.processes.stdin(sid, proc.process_id, b"stty size\r")
+    await seen.until(b"24 80\r\n")
+    await output.resize(33, 101)  # over the attach connection
+    await client.processes.stdin(sid, proc.process_id, b"stty size\r")
+    await seen.until(b"33 101\r\n")
+    await client.processes.stdin(sid, proc.process_id, b"exit 7\r")
+    assert await asyncio.wait_for(running, TIMEOUT) == 7
+    assert not seen.errors and output.reconnects == 0
+
+
+async def test_a_signal_ends_with_its_code_and_kernel_says_minus_one(either) -> None:
+    client, sid, mode = either
+    proc = await client.processes.spawn(sid, "sleep", ["300"], allocate_tty=True)
+    seen = Collected()
+    output = pty_output(client, sid, proc.process_id, seen)
+    running = asyncio.ensure_future(output.run())
+    async with asyncio.timeout(TIMEOUT):
+        while output.path is None:
+            await asyncio.sleep(0.01)
+    await client.processes.kill(sid, proc.process_id, "KILL")
+    assert await asyncio.wait_for(running, TIMEOUT) == (-1 if mode == "compat" else 128 + 9)
+
+
+async def test_attach_refused_falls_back_to_stdout_stream(either) -> None:
+    client, sid, mode = either
+    proc = await client.processes.spawn(sid, "sh", ["-c", "read line; echo got-$line; exit 3"], allocate_tty=True)
+    async with client.processes.attach(sid, proc.process_id):  # someone else holds the one attach
+        seen = Collected()
+        output = pty_output(client, sid, proc.process_id, seen)
+        running = asyncio.ensure_future(output.run())
+        async with asyncio.timeout(TIMEOUT):
+            while output.path is None:
+                await asyncio.sleep(0.01)
+        assert output.path == "stream" and type(seen.errors[0]).__name__ == "Conflict"
+        await client.processes.stdin(sid, proc.process_id, b"it\n")
+        assert await asyncio.wait_for(running, TIMEOUT) == 3
+    # bbrowse serve also streams a PTY's output; Kernel's VM sends only the exit event there
+    assert (b"got-it" in seen.output) is (mode == "default")
+
+
+async def test_exit_code_after_kernel_forgot_the_process_is_unknown_not_a_hang(compat_client) -> None:
+    from bbrowse.client import NotFound
+
+    client, sid = compat_client
+    proc = await client.processes.spawn(sid, "true", allocate_tty=True)
+    async with asyncio.timeout(30):  # Kernel keeps an exited process for 10 s, then forgets it
+        while True:
+            try:
+                await client.processes.status(sid, proc.process_id)
+            except NotFound:
+                break
+            await asyncio.sleep(0.5)
+    seen = Collected()
+    assert await asyncio.wait_for(pty_output(client, sid, proc.process_id, seen).run(), TIMEOUT) is None
+
+
+#: Prints its window size on every SIGWINCH, echoes lines, exits 5 on "quit" (the test's own Python).
+WINCH_PROGRAM = """
+import os, signal, sys
+def winch(*_):
+    cols, rows = os.get_terminal_size(0)
+    os.write(1, b"winch-%dx%d\\n" % (rows, cols))
+signal.signal(signal.SIGWINCH, winch)
+os.write(1, b"ready\\n")
+for line in sys.stdin:
+    os.write(1, b"got-" + line.strip().encode() + b"\\n")
+    if line.strip() == "quit":
+        sys.exit(5)
+"""
+
+
+def drop_attach(service, output) -> None:
+    """The service drops the attach connection (its end shut down, no close frame)."""
+    from socket_drop import DropUnsupportedError, drop_connections
+
+    port = output.connection.local_address[1]
+    try:
+        assert drop_connections(service.pid, {port}) == 1
+    except DropUnsupportedError as exc:
+        pytest.skip(f"cannot drop the service's socket here: {exc}")
+
+
+async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once(
+    either, service, compat_service
+) -> None:
+    client, sid, mode = either
+    proc = await client.processes.spawn(sid, sys.executable, ["-u", "-c", WINCH_PROGRAM], allocate_tty=True,
+                                        rows=24, cols=80)
+    seen = Collected()
+    output = pty_output(client, sid, proc.process_id, seen)
+    running = asyncio.ensure_future(output.run())
+    await seen.until(b"ready\r\n")
+    await client.processes.stdin(sid, proc.process_id, b"one\n")
+    end = await seen.until(b"got-one\r\n")
+
+    drop_attach(compat_service if mode == "compat" else service, output)
+    # reattached, and the size nudged (one column less, then back): the program repaints on SIGWINCH
+    end = await seen.until(b"winch-24x80\r\n", end)
+    assert output.reconnects == 1 and output.path == "attach"
+    assert type(seen.errors[0]).__name__ == "ConnectionLost"
+    await client.processes.stdin(sid, proc.process_id, b"two\nquit\n")
+    assert await asyncio.wait_for(running, TIMEOUT) == 5
+    assert b"got-two\r\n" in seen.output[end:]
+    # bbrowse serve replays its backlog to the new attach: the part already shown is not shown again
+    assert seen.output.count(b"got-one") == 1 and seen.output.count(b"ready") == 1, bytes(seen.output)
+
+
+async def test_an_exit_while_the_attach_was_down_ends_with_its_code(either, service, compat_service) -> None:
+    client, sid, mode = either
+    proc = await client.processes.spawn(sid, "sh", ["-c", "echo ready; read line; exit 9"], allocate_tty=True)
+    seen = Collected()
+    output = pty_output(client, sid, proc.process_id, seen)
+    running = asyncio.ensure_future(output.run())
+    await seen.until(b"ready\r\n")
+    drop_attach(compat_service if mode == "compat" else service, output)
+    await client.processes.stdin(sid, proc.process_id, b"x\n")  # exits while no one is attached
+    assert await asyncio.wait_for(running, TIMEOUT) == 9

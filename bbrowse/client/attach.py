@@ -99,6 +99,13 @@ class AttachSession:
             await self.resize(*self._initial_size)
         return self
 
+    @property
+    def local_address(self) -> tuple | None:
+        """This end of the connection, (host, port, ...), while connected: to find it in `ss` or a trace."""
+        if self._ws is None:
+            return None
+        return self._ws.transport.get_extra_info("sockname")
+
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 

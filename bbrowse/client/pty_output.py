@@ -91,6 +91,11 @@ class PtyOutput:
         #: How many times the connection was opened again after a drop.
         self.reconnects = 0
 
+    @property
+    def connection(self) -> AttachSession | None:
+        """The attach connection while there is one."""
+        return self._term
+
     # ------------------------------------------------------------------ size
 
     async def resize(self, rows: int, cols: int) -> None:
