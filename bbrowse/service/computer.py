@@ -103,12 +103,7 @@ class ComputerManager:
         await browser.ready()  # 503 with the reason when Chromium is missing or down; restarts it
         if not self.headful(session):
             if state.backend is None:
-                viewport = session.viewport
-                state.backend = CDPInput(
-                    lambda method, params: browser.call(method, params),
-                    lambda method, params: _browser_call(browser, method, params),
-                    viewport.width, viewport.height,
-                )
+                state.backend = self._cdp_input(browser, session)
             return state.backend
         if self.xdotool is None:
             raise browser_unavailable(XDOTOOL_HINT)
@@ -118,9 +113,20 @@ class ComputerManager:
         if state.backend is None or state.display != display:  # a new Xvfb after a crash has a new number
             if state.backend is not None:
                 await state.backend.close()
-            state.backend = X11Input(display, lambda: _viewport_origin(browser, session), self.xdotool, self.xclip)
+            typist = self._cdp_input(browser, session)
+            state.backend = X11Input(display, lambda: _viewport_origin(browser, session), typist.type_text,
+                                     self.xdotool, self.xclip)
             state.display = display
         return state.backend
+
+    @staticmethod
+    def _cdp_input(browser: ChromiumBrowser, session: Session) -> CDPInput:
+        viewport = session.viewport
+        return CDPInput(
+            lambda method, params: browser.call(method, params),
+            lambda method, params: _browser_call(browser, method, params),
+            viewport.width, viewport.height,
+        )
 
     # requests ---------------------------------------------------------------
 

@@ -151,6 +151,14 @@ class CDPInput:
             "windowsVirtualKeyCode": typed.key_code, "nativeVirtualKeyCode": typed.key_code,
         })
 
+    async def type_text(self, text: str, delay: float) -> None:
+        """Type `text` now, outside any action (a headful session's non-keyboard text comes this way)."""
+        try:
+            await self._type(text, delay)
+        except BaseException:
+            await asyncio.shield(self._release())
+            raise
+
     async def _type(self, text: str, delay: float) -> None:
         for index, char in enumerate(text):
             if index and delay:

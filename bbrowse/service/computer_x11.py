@@ -7,7 +7,8 @@ action, so a moved or resized window is followed) and shifted back when the poin
 
 An action's steps become one chained xdotool command (`keydown ctrl mousemove 10 97 click 1 keyup
 ctrl`): one process per action keeps a click within a few milliseconds. Typed text is a separate
-`xdotool type` (it takes the rest of the command line). If the command fails or the request is
+`xdotool type` (it takes the rest of the command line), except text with characters no key of
+the keymap types, which the page's CDP input types (see `_type`). If the command fails or the request is
 cancelled, every key and button the action pressed is released again.
 
 The clipboard is X's CLIPBOARD selection, the one Chromium's copy and paste use: `xclip -o` reads
@@ -23,6 +24,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
+from bbrowse.service.computer_keys import CHAR_KEYS
 from bbrowse.service.computer_steps import (
     BUTTON_NUMBERS,
     ButtonDown,
@@ -60,11 +62,13 @@ class X11Input:
         self,
         display: str,
         viewport_origin: Callable[[], Awaitable[tuple[int, int]]],
+        type_in_page: Callable[[str, float], Awaitable[None]],
         xdotool: str,
         xclip: str | None,
     ) -> None:
         self.display = display
         self._origin = viewport_origin
+        self._type_in_page = type_in_page
         self.xdotool = xdotool
         self.xclip = xclip
         self.cursor_hidden = False
@@ -85,9 +89,7 @@ class X11Input:
                 if isinstance(step, TypeText):
                     await self._xdotool(chain, seconds)
                     chain, seconds = [], 0.0
-                    delay_ms = max(1, round(step.delay * 1000))  # 0 drops non-ASCII characters
-                    await self._xdotool(["type", "--delay", str(delay_ms), "--", step.text],
-                                        len(step.text) * (delay_ms + 5) / 1000)
+                    await self._type(step)
                     continue
                 chain += self._args(step, origin)
                 if isinstance(step, Pause):
@@ -98,6 +100,21 @@ class X11Input:
         except BaseException:
             await self._release(steps)
             raise
+
+    async def _type(self, step: TypeText) -> None:
+        """Keyboard text through `xdotool type`; text with other characters (é, 日本) through the browser.
+
+        xdotool types a character the keymap lacks by remapping a spare key just before pressing it,
+        and Chromium often reads the key before it learns of the new mapping: such characters came
+        out dropped or wrong. Text holding any of them is typed by the page's CDP input instead (all
+        of it, so nothing overtakes what X is still delivering).
+        """
+        if all(char in CHAR_KEYS for char in step.text):
+            delay_ms = max(1, round(step.delay * 1000))
+            await self._xdotool(["type", "--delay", str(delay_ms), "--", step.text],
+                                len(step.text) * (delay_ms + 5) / 1000)
+        else:
+            await self._type_in_page(step.text, step.delay)
 
     def _args(self, step: Step, origin: tuple[int, int]) -> list[str]:
         if isinstance(step, KeyDown):
