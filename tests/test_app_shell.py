@@ -1,32 +1,68 @@
 """The shell pane end to end: the app, a real PTY on the local service, a real emulator.
 
 Each test types into the focused terminal with Pilot, exactly as a user would, and reads what the
-emulator holds (the widget draws that state).
+emulator holds (the widget draws that state). The shell has a fixed prompt (bash without rc files,
+PS1 set), so nothing depends on the host name, the user or the length of the temp path. Most tests
+run against the default service and against `--kernel-compat`, where PTY output exists only on the
+attach WebSocket.
 """
 
 from __future__ import annotations
 
-import httpx
+import asyncio
+import base64
+import shutil
+import time
+
 import pytest
 from app_support import make_app, wait_for
 
+from bbrowse.client import BrowserClient
+from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
-from bbrowse.tui.terminal.attrs import DEFAULT
+from bbrowse.tui.terminal.cells import DEFAULT
 from bbrowse.wire import Browser
+
+PROMPT = "PROMPT>"
+SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
 @pytest.fixture(scope="module")
-async def browser(http: httpx.AsyncClient):
-    r = await http.post("/browsers", json={"timeout_seconds": 900})
-    yield Browser.model_validate(r.json())
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+async def default_browser(service):
+    client = BrowserClient(service.url, service.token)
+    browser = await client.sessions.create(timeout_seconds=900)
+    yield browser
+    await client.sessions.delete(browser.session_id)
 
 
+@pytest.fixture(scope="module")
+async def compat_browser(compat_service):
+    client = BrowserClient(compat_service.url, compat_service.token)
+    browser = await client.sessions.create(timeout_seconds=900)
+    yield browser
+    await client.sessions.delete(browser.session_id)
+
+
+@pytest.fixture(params=["default", "compat"])
+def target(request, service, compat_service, default_browser, compat_browser):
+    """(service handle, browser, mode): the default service, then --kernel-compat."""
+    if request.param == "default":
+        return service, default_browser, "default"
+    return compat_service, compat_browser, "compat"
+
+
+def shell_app(service):
+    settings = defaults().model_copy(update={"shell": ShellSettings(command=SHELL)})
+    return make_app(service, settings=settings)
 
 
 def screen_text(tab: ShellTab) -> str:
     return "\n".join(tab.terminal.emulator.display)
+
+
+def prompt_shown(tab: ShellTab) -> bool:
+    return screen_text(tab).rstrip().endswith(PROMPT)
 
 
 async def open_shell(pilot, app, browser: Browser) -> ShellTab:
@@ -37,8 +73,7 @@ async def open_shell(pilot, app, browser: Browser) -> ShellTab:
     if not tab.terminal.has_focus:  # a session opens on its tab bar; enter goes into the shell
         await pilot.press("enter")
         await wait_for(pilot, lambda: tab.terminal.has_focus, what="terminal focused")
-    # the prompt is drawn once bash (or sh) is ready
-    await wait_for(pilot, lambda: screen_text(tab).rstrip().endswith(("#", "$")), what="prompt")
+    await wait_for(pilot, lambda: prompt_shown(tab), what="prompt")
     return tab
 
 
@@ -51,18 +86,23 @@ def _key(char: str) -> str:
              ";": "semicolon", "-": "minus", ">": "greater_than_sign", "/": "slash", ".": "full_stop",
              "(": "left_parenthesis", ")": "right_parenthesis", '"': "quotation_mark", "=": "equals_sign",
              "[": "left_square_bracket", "]": "right_square_bracket", "&": "ampersand", "_": "underscore",
-             ":": "colon", ",": "comma", "%": "percent_sign", "*": "asterisk"}
+             ":": "colon", ",": "comma", "%": "percent_sign", "*": "asterisk", "?": "question_mark",
+             "<": "less_than_sign", "+": "plus", "#": "number_sign", "!": "exclamation_mark"}
     return names.get(char, char)
 
 
+def border(tab: ShellTab) -> str:
+    return str(tab.terminal.border_title)
 
 
-async def test_echo_colour_and_exit_code(service, browser: Browser) -> None:
-    app = make_app(service)
+async def test_echo_colour_and_exit_code_over_attach(target) -> None:
+    service, browser, _ = target
+    app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
-        await type_line(pilot, "echo hi")
-        await wait_for(pilot, lambda: "\nhi" in screen_text(tab), what="hi echoed")
+        assert tab.shell.path == "attach" and border(tab).endswith("· attach"), border(tab)
+        await type_line(pilot, "echo hi-$((6*7))")
+        await wait_for(pilot, lambda: "\nhi-42" in screen_text(tab), what="hi echoed")
 
         await type_line(pilot, "printf '\\033[31mred\\033[0m\\n'")
         emulator = tab.terminal.emulator
@@ -81,16 +121,17 @@ async def test_echo_colour_and_exit_code(service, browser: Browser) -> None:
         await type_line(pilot, "exit 3")
         await wait_for(pilot, lambda: tab.terminal.exited, what="exit shown")
         assert tab.terminal.exit_code == 3
-        assert "exited 3" in str(tab.terminal.border_title)
+        assert "exited 3" in border(tab)
 
 
-async def test_pty_size_follows_the_pane(service, browser: Browser) -> None:
-    app = make_app(service)
+async def test_pty_size_follows_the_pane(target) -> None:
+    service, browser, _ = target
+    app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
         cols, rows = tab.terminal.terminal_size
         await type_line(pilot, "stty size")
-        await wait_for(pilot, lambda: f"{rows} {cols}" in screen_text(tab), what="initial stty size")
+        await wait_for(pilot, lambda: f"\n{rows} {cols}" in screen_text(tab), what="initial stty size")
 
         await pilot.resize_terminal(120, 36)
         await wait_for(pilot, lambda: tab.terminal.terminal_size != (cols, rows), what="pane resized")
@@ -100,12 +141,90 @@ async def test_pty_size_follows_the_pane(service, browser: Browser) -> None:
         await wait_for(pilot, lambda: f"\n{new_cols}\n" in screen_text(tab) + "\n", what="tput cols")
 
 
-async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, browser: Browser, tmp_path) -> None:
+def drop_attach(service, tab: ShellTab) -> None:
+    """The service drops the pane's attach connection (its end shut down: no close frame)."""
+    from socket_drop import DropUnsupportedError, drop_connections
+
+    port = tab.shell.output.connection.local_address[1]
+    try:
+        assert drop_connections(service.pid, {port}) == 1
+    except DropUnsupportedError as exc:
+        pytest.skip(f"cannot drop the service's socket here: {exc}")
+
+
+@pytest.mark.parametrize("editor", ["vim", "less"])
+async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach(target, editor, tmp_path) -> None:
+    service, browser, _ = target
+    if shutil.which(editor) is None:
+        pytest.skip(f"{editor} is not installed")
     page = tmp_path / "page.txt"
-    page.write_text("".join(f"alt-screen line {i}\n" for i in range(200)))
-    app = make_app(service)
+    page.write_text("".join(f"page line {i}\n" for i in range(200)))
+    app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
+        command = f"vim -u NONE -N -n {page}" if editor == "vim" else f"less {page}"
+        await type_line(pilot, command)
+        await wait_for(pilot, lambda: tab.terminal.emulator.alternate_screen_active, what="alt screen on")
+        await wait_for(pilot, lambda: "page line 0" in screen_text(tab), what=f"{editor} drew the file")
+
+        drop_attach(service, tab)
+        tab.terminal.feed(b"\x1b[2J")  # a blank screen: only a repaint by the program can bring the page back
+        await tab.terminal.wait_drained()
+        assert "page line 0" not in screen_text(tab)
+        await wait_for(pilot, lambda: tab.shell.output.reconnects == 1, what="reattached")
+        await wait_for(pilot, lambda: "page line 0" in screen_text(tab), what=f"{editor} repainted")
+        assert tab.shell.path == "attach" and border(tab).endswith("· attach")
+
+        if editor == "vim":  # still the same program, still typing into it
+            await pilot.press("i", *"edited-after-drop ", "escape")
+            await type_line(pilot, ":wq")
+        else:
+            await pilot.press("q")
+        await wait_for(pilot, lambda: not tab.terminal.emulator.alternate_screen_active, what="alt screen off")
+        await wait_for(pilot, lambda: prompt_shown(tab), what="prompt after the editor")
+        await type_line(pilot, "exit 4")
+        await wait_for(pilot, lambda: tab.terminal.exited, what="exit shown")
+        assert tab.terminal.exit_code == 4
+    if editor == "vim":
+        assert page.read_text().startswith("edited-after-drop page line 0\n")
+
+
+async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(service, default_browser) -> None:
+    """Someone else holds the process's one attach when the pane reconnects: it falls back to
+    stdout/stream (bbrowse serve fills it for PTYs too) and the border says "stream"."""
+    app = shell_app(service)
+    async with app.run_test(size=(100, 30)) as pilot:
+        tab = await open_shell(pilot, app, default_browser)
+        sid, pid = default_browser.session_id, tab.shell.process_id
+        route = app.client.routes.get(sid)
+        host, port = route.base_url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        key = base64.b64encode(b"bbrowse-test-key").decode()
+        writer.write((f"GET /vm/{sid}/process/{pid}/attach?jwt={route.jwt} HTTP/1.1\r\nHost: {host}\r\n"
+                      f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                      "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        await writer.drain()  # our attach request is at the service before the pane's reattach can be
+        drop_attach(service, tab)
+        status = await asyncio.wait_for(reader.readline(), 15)
+        assert b" 101 " in status, status
+        try:
+            await wait_for(pilot, lambda: tab.shell.path == "stream", what="fell back to the stream")
+            assert border(tab).endswith("· stream"), border(tab)
+            await type_line(pilot, "echo on-the-$((1+1))-stream")
+            await wait_for(pilot, lambda: "\non-the-2-stream" in screen_text(tab), what="output via the stream")
+            await type_line(pilot, "exit 6")
+            await wait_for(pilot, lambda: tab.terminal.exited, what="exit shown")
+            assert tab.terminal.exit_code == 6
+        finally:
+            writer.close()
+
+
+async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser, tmp_path) -> None:
+    page = tmp_path / "page.txt"
+    page.write_text("".join(f"alt-screen line {i}\n" for i in range(200)))
+    app = shell_app(service)
+    async with app.run_test(size=(100, 30)) as pilot:
+        tab = await open_shell(pilot, app, default_browser)
         await type_line(pilot, "echo before-less")
         await wait_for(pilot, lambda: "\nbefore-less" in screen_text(tab))
         before = screen_text(tab)
@@ -120,40 +239,40 @@ async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, browser:
         before_lines = before.rstrip().split("\n")[:-1]
         assert screen_text(tab).split("\n")[: len(before_lines)] == before_lines
 
-        await type_line(pilot, 'sleep 100; echo sl""ept')
-        await pilot.pause(0.3)
+        await type_line(pilot, 'echo sleeping-now; sleep 100; echo sl""ept')
+        await wait_for(pilot, lambda: "\nsleeping-now" in screen_text(tab), what="sleep started")
         await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: prompt_shown(tab), what="prompt after ctrl-c")
         await type_line(pilot, "echo after-$?")
         await wait_for(pilot, lambda: "after-130" in screen_text(tab), what="sleep interrupted")
         assert "slept" not in screen_text(tab)
 
 
-async def test_several_shells_at_once_and_leaving_with_double_escape(service, browser: Browser) -> None:
-    app = make_app(service)
+async def test_several_shells_at_once(service, default_browser) -> None:
+    app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
-        first = await open_shell(pilot, app, browser)
+        first = await open_shell(pilot, app, default_browser)
         await type_line(pilot, "export WHO=first")
-        await pilot.press("escape", "escape")
+        first.terminal.action_leave()
         await wait_for(pilot, lambda: not first.terminal.has_focus, what="left the terminal")
-        assert isinstance(app.screen, SessionScreen)  # one Esc pair leaves the pane, not the screen
-        await pilot.press("t")
+        assert isinstance(app.screen, SessionScreen)
+        app.screen.query_one("ShellsPane").focus()
+        await app.screen.query_one("ShellsPane").action_new_shell()
         await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 2, what="second shell")
         second = next(tab for tab in app.screen.query(ShellTab) if tab is not first)
         await wait_for(pilot, lambda: second.shell is not None and second.shell.running, what="second started")
-        await wait_for(pilot, lambda: screen_text(second).rstrip().endswith(("#", "$")), what="second prompt")
-        assert second.terminal.has_focus
+        await wait_for(pilot, lambda: prompt_shown(second), what="second prompt")
+        await wait_for(pilot, lambda: second.terminal.has_focus, what="second focused")
         await type_line(pilot, "echo who=${WHO:-nobody}")
         await wait_for(pilot, lambda: "who=nobody" in screen_text(second), what="separate shell")
         assert first.shell.process_id != second.shell.process_id and first.shell.running
-        await pilot.press("escape", "escape")
-        await pilot.press("w")
+        await app.screen.query_one("ShellsPane").action_close_shell()
         await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 1, what="shell closed")
 
 
-async def test_ctrl_c_answers_at_once_while_yes_floods_the_pane(service, browser: Browser) -> None:
-    import time
-
-    app = make_app(service)
+async def test_ctrl_c_answers_at_once_while_yes_floods_the_pane(target) -> None:
+    service, browser, mode = target
+    app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
         await type_line(pilot, "yes flood-line")
@@ -161,8 +280,9 @@ async def test_ctrl_c_answers_at_once_while_yes_floods_the_pane(service, browser
         await pilot.pause(1.0)  # a second of flood queued up between the process and the pane
         started = time.monotonic()
         await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: prompt_shown(tab), timeout=15, what="prompt after ctrl-c")
+        elapsed = time.monotonic() - started
         await type_line(pilot, "echo stopped-$?")
         await wait_for(pilot, lambda: "stopped-130" in screen_text(tab), timeout=15, what="yes interrupted")
-        elapsed = time.monotonic() - started
-        print(f"ctrl-c under flood: {elapsed:.2f} s")
+        print(f"[{mode}] ctrl-c under flood until the prompt: {elapsed:.2f} s")
         assert elapsed < 5.0, f"ctrl-c took {elapsed:.1f} s to take effect under flood"
