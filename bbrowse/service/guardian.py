@@ -1,9 +1,10 @@
 """The guardian: a tiny process that ends every child of the service when the service dies, however it dies.
 
-Run by `lifetime.Guardian` as `python -I -S guardian.py` (standard library only, nothing of bbrowse:
-it starts in milliseconds and holds a few MiB). Its stdin is a pipe whose only writer is the service:
-the service writes the process id of each child it starts, one per line, right after starting it
-(a `write` of a few bytes: the spawn itself stays on CPython's vfork path). Each child leads its own
+Run by `lifetime.Guardian` as `python -I -S guardian.py <service pid> [<service log>]` (standard
+library only, nothing of bbrowse: it starts in milliseconds and holds a few MiB). Its stdin is a
+pipe whose only writer is the service: the service writes the process id of each child it starts,
+one per line, right after starting it (a `write` of a few bytes: the spawn stays on CPython's vfork
+path). Each child leads its own
 session (`start_new_session`), so its id is also the id of its session and of everything it starts
 that does not leave the session (shells' job-control groups, `nohup`, `&` included).
 
@@ -61,8 +62,10 @@ def session_ids() -> dict[int, int]:
 
 
 class Guardian:
-    def __init__(self, service_pid: int) -> None:
+    def __init__(self, service_pid: int, log_path: str | None = None) -> None:
         self.service_pid = service_pid
+        #: The service log, opened by path when there is something to say (it may have been rotated since).
+        self.log_path = log_path
         #: Session ids of the service's children; value: the leader's pidfd while it runs, else None.
         self.sessions: dict[int, int | None] = {}
         self.by_pidfd: dict[int, int] = {}
@@ -118,6 +121,17 @@ class Guardian:
             time.sleep(0.01)
         return len(killed), len(hit)
 
+    def say(self, message: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        line = f"{stamp},000 WARNING bbrowse.guardian: bbrowse guardian: {message}\n"
+        try:
+            if self.log_path is None:
+                raise OSError("no log file")
+            with open(self.log_path, "a") as log:
+                log.write(line)
+        except OSError:
+            sys.stderr.write(line)
+
     def run(self, source: int) -> None:
         """Look at the pipe and the leaders every TICK_SECONDS, never blocking on them: a spawn's write
         and a child's exit then wake nobody (a woken guardian would take CPU from the service right
@@ -144,8 +158,8 @@ class Guardian:
             if ended:
                 killed, hit = self.end_all()
                 if killed:
-                    print(f"bbrowse guardian: the service (pid {self.service_pid}) is gone; ended {killed} "
-                          f"process(es) it had started, in {hit} session(s)", file=sys.stderr, flush=True)
+                    self.say(f"the service (pid {self.service_pid}) is gone; ended {killed} process(es) it had "
+                             f"started, in {hit} session(s)")
                 return
             for fd, _ in self.poller.poll(0):
                 self.leader_exited(fd)
@@ -161,7 +175,8 @@ def main() -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # one pidfd per running child
-    Guardian(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()).run(0)
+    service_pid = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
+    Guardian(service_pid, sys.argv[2] if len(sys.argv) > 2 else None).run(0)
 
 
 if __name__ == "__main__":

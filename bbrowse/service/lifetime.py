@@ -93,18 +93,13 @@ class Guardian:
     def _start(self) -> None:
         self._close()
         read_end, write_end = os.pipe()  # both close-on-exec: no child inherits the write end
-        stderr_path = _service_log_file()
+        log_file = _service_log_file()
         try:
-            stderr = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
-            try:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(GUARDIAN_SCRIPT), str(os.getpid())],
-                    stdin=read_end, stdout=subprocess.DEVNULL, stderr=stderr,
-                    close_fds=True, start_new_session=True,  # a signal to the service's group spares it
-                )
-            finally:
-                if stderr is not subprocess.DEVNULL:
-                    stderr.close()
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(GUARDIAN_SCRIPT), str(os.getpid()), *([log_file] if log_file else [])],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                close_fds=True, start_new_session=True,  # a signal to the service's group spares it
+            )
         except BaseException:
             os.close(write_end)
             raise

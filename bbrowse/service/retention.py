@@ -176,6 +176,7 @@ class Retention:
     async def stop(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGUSR1)
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # a late SIGUSR1 must not end a stopping service
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
