@@ -1,10 +1,13 @@
-"""Key translation: Textual key events to the bytes an xterm sends, with and without DECCKM; pastes."""
+"""Keys: Textual key events to the bytes the program's modes want (libghostty's encoder): xterm's
+legacy encodings with DECCKM off and on, the kitty keyboard protocol and modifyOtherKeys when a
+program asks for them; pastes."""
 
 from __future__ import annotations
 
 import pytest
 
-from bbrowse.tui.terminal.keys import encode_paste, translate_key
+from bbrowse.tui.terminal.core import TerminalCore
+from bbrowse.tui.terminal.keys import encode_paste
 
 CASES = [
     # key, character, normal cursor keys, application cursor keys (DECCKM on)
@@ -78,10 +81,56 @@ CASES = [
 ]
 
 
+
+
 @pytest.mark.parametrize(("key", "character", "normal", "application"), CASES, ids=[c[0] for c in CASES])
-def test_key_translation(key: str, character: str | None, normal: bytes | None, application: bytes | None) -> None:
-    assert translate_key(key, character) == normal
-    assert translate_key(key, character, application_cursor=True) == application
+def test_legacy_keys_with_and_without_decckm(key: str, character: str | None, normal: bytes | None,
+                                             application: bytes | None) -> None:
+    core = TerminalCore(80, 24)
+    assert core.encode_key(key, character) == normal
+    core.feed(b"\x1b[?1h")  # the program sets DECCKM
+    assert core.encode_key(key, character) == application
+
+
+KITTY = [
+    # key, character, with `CSI > 1 u` (disambiguate escape codes)
+    ("a", "a", b"a"),
+    ("A", "A", b"A"),
+    ("escape", "\x1b", b"\x1b[27u"),
+    ("ctrl+c", "\x03", b"\x1b[99;5u"),
+    ("ctrl+shift+c", None, b"\x1b[99;6u"),
+    ("alt+x", "x", b"\x1b[120;3u"),
+    ("enter", "\r", b"\r"),
+    ("up", None, b"\x1b[A"),
+    ("f5", None, b"\x1b[15~"),
+    ("shift+tab", None, b"\x1b[9;2u"),
+]
+
+
+@pytest.mark.parametrize(("key", "character", "expected"), KITTY, ids=[c[0] for c in KITTY])
+def test_kitty_keyboard_protocol_when_a_program_pushes_it(key: str, character: str | None, expected: bytes) -> None:
+    core = TerminalCore(80, 24)
+    core.feed(b"\x1b[>1u")
+    assert core.kitty_keyboard_flags == 1
+    assert core.encode_key(key, character) == expected
+    core.feed(b"\x1b[<u")  # popped: legacy again
+    assert core.encode_key("escape", "\x1b") == b"\x1b"
+
+
+def test_kitty_protocol_reporting_all_keys_with_text() -> None:
+    core = TerminalCore(80, 24)
+    core.feed(b"\x1b[>31u")
+    assert core.encode_key("a", "a") == b"\x1b[97;;97u"
+
+
+def test_modify_other_keys_when_a_program_sets_it() -> None:
+    """vim sets xterm's modifyOtherKeys (`CSI > 4;2 m`): ctrl chords come as CSI 27 ; m ; code ~."""
+    core = TerminalCore(80, 24)
+    core.feed(b"\x1b[>4;2m")
+    assert core.encode_key("ctrl+c", "\x03") == b"\x1b[27;5;99~"
+    assert core.encode_key("a", "a") == b"a"
+    core.feed(b"\x1b[>4m")
+    assert core.encode_key("ctrl+c", "\x03") == b"\x03"
 
 
 def test_paste_plain_and_bracketed() -> None:

@@ -1,12 +1,14 @@
-"""The terminal pane's core: an emulator (bytes -> styled cells), key translation (Textual keys ->
-the bytes an xterm sends) and the Textual widget that draws one and feeds the other.
+"""The terminal pane: `TerminalCore` (libghostty-vt through pyghostty: bytes -> styled cells,
+modes, scrollback, replies), the key encoding (Textual keys -> the bytes the program's modes want),
+the painter (styled runs and kitty graphics pictures -> Textual strips) and the widget that draws one
+and feeds the other.
 
-The emulator and the key translation are plain classes and functions, testable without an app;
-the widget knows nothing about HTTP: the app hands it a `send_input` callback and feeds it output.
+The core and the keys are plain classes, testable without an app; the widget knows nothing about
+HTTP: the app hands it a `send_input` callback and feeds it output.
 """
 
-from .emulator import TerminalEmulator
-from .keys import encode_paste, translate_key
+from .core import TerminalCore
+from .keys import encode_paste
 from .widget import TerminalView
 
-__all__ = ["TerminalEmulator", "TerminalView", "encode_paste", "translate_key"]
+__all__ = ["TerminalCore", "TerminalView", "encode_paste"]

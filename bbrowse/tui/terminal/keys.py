@@ -1,17 +1,16 @@
-"""Key translation: a Textual key event (key name + character) -> the bytes an xterm would send.
+"""Keys: a Textual key event -> the bytes the program expects, as the terminal's modes want them.
 
-Textual names keys as `[modifier+]...name` (`ctrl+shift+up`, `alt+x`, `f5`, `pageup`) and gives the
-typed character when there is one. The remote program expects xterm's encodings:
+The encoding itself is libghostty's key encoder (Ghostty's own): it reads the terminal's state at
+each key (cursor keys mode DECCKM, keypad mode, alt-sends-escape, xterm's modifyOtherKeys, the kitty
+keyboard protocol flags a program pushed) and writes legacy xterm sequences, modifyOtherKeys forms or
+kitty `CSI u` forms accordingly. This module only says which key was pressed, in the encoder's
+terms: Textual names keys as `[modifier+]...name` (`ctrl+shift+up`, `alt+x`, `f5`, `left_square_bracket`)
+and gives the typed character when there is one; the encoder wants the physical key (US layout),
+the modifiers, the text the key produces without ctrl/alt, and its unshifted codepoint.
 
-- printable characters as UTF-8; `alt+x` as ESC x (xterm's metaSendsEscape);
-- enter CR, tab HT, shift+tab CSI Z, backspace DEL (ctrl+backspace BS), escape ESC;
-- ctrl+letter as the C0 control (ctrl+c -> 0x03), ctrl+space / ctrl+@ / ctrl+2 -> NUL,
-  ctrl+[ \\ ] ^ _ -> 0x1b..0x1f;
-- arrows, Home and End as CSI A..D/H/F, or SS3 (ESC O) when the program set DECCKM (`?1h`),
-  with modifiers as `CSI 1 ; m X` where m = 1 + shift + 2*alt + 4*ctrl;
-- Insert, Delete, PgUp, PgDn and F5-F12 as `CSI n ~` (`CSI n ; m ~` modified), F1-F4 as SS3 P..S
-  (`CSI 1 ; m P..S` modified). Textual reports xterm's shift+F1..F12 as f13..f24 and ctrl+shift+Fn as
-  ctrl+f13.., which map back to the shifted forms.
+Textual reports xterm's shift+F1..F12 as f13..f24; they map back to the shifted keys. A key whose
+character is a bare C0 control (ctrl+\\ arriving as 0x1c, say) with no better description is sent
+as that byte. Super and hyper chords belong to the desktop, not the program: nothing is sent.
 
 A paste is data, not keystrokes: `encode_paste` wraps it in ESC[200~ ... ESC[201~ when the program
 turned bracketed paste on (`?2004h`), and sends newlines as CR as a terminal does.
@@ -19,113 +18,161 @@ turned bracketed paste on (`?2004h`), and sends newlines as CR as a terminal doe
 
 from __future__ import annotations
 
-ESC = "\x1b"
-CSI = "\x1b["
-SS3 = "\x1bO"
+from dataclasses import dataclass
 
-_CURSOR_FINALS = {"up": "A", "down": "B", "right": "C", "left": "D", "home": "H", "end": "F"}
-_TILDE_CODES = {
-    "insert": 2, "delete": 3, "pageup": 5, "pagedown": 6,
-    "f5": 15, "f6": 17, "f7": 18, "f8": 19, "f9": 20, "f10": 21, "f11": 23, "f12": 24,
+from pyghostty import ffi, lib
+from textual.keys import REPLACED_KEYS, key_to_character
+
+SHIFT = 1
+CTRL = 2
+ALT = 4
+
+_NAMED = {
+    "up": "ARROW_UP", "down": "ARROW_DOWN", "left": "ARROW_LEFT", "right": "ARROW_RIGHT",
+    "home": "HOME", "end": "END", "insert": "INSERT", "delete": "DELETE",
+    "pageup": "PAGE_UP", "pagedown": "PAGE_DOWN", "enter": "ENTER", "return": "ENTER", "tab": "TAB",
+    "backspace": "BACKSPACE", "escape": "ESCAPE", "space": "SPACE",
+    **{f"f{n}": f"F{n}" for n in range(1, 13)},
 }
-_SS3_FUNCTION_KEYS = {"f1": "P", "f2": "Q", "f3": "R", "f4": "S"}
+_PUNCTUATION = {
+    "`": "BACKQUOTE", "\\": "BACKSLASH", "[": "BRACKET_LEFT", "]": "BRACKET_RIGHT", ",": "COMMA", "=": "EQUAL",
+    "-": "MINUS", ".": "PERIOD", "'": "QUOTE", ";": "SEMICOLON", "/": "SLASH",
+}
+# US layout: shifted character -> the key's unshifted character.
+_UNSHIFTED = {
+    "~": "`", "!": "1", "@": "2", "#": "3", "$": "4", "%": "5", "^": "6", "&": "7", "*": "8", "(": "9", ")": "0",
+    "_": "-", "+": "=", "{": "[", "}": "]", "|": "\\", ":": ";", '"': "'", "<": ",", ">": ".", "?": "/",
+}
 
-# ctrl+<key> -> C0 control, by Textual key name (and the character itself).
-_CTRL_SYMBOLS = {
-    "@": "\x00", "at": "\x00", "space": "\x00", "2": "\x00", "grave_accent": "\x00", "`": "\x00",
-    "left_square_bracket": "\x1b", "[": "\x1b", "3": "\x1b",
-    "backslash": "\x1c", "\\": "\x1c", "4": "\x1c",
-    "right_square_bracket": "\x1d", "]": "\x1d", "5": "\x1d",
-    "circumflex_accent": "\x1e", "^": "\x1e", "6": "\x1e", "tilde": "\x1e", "~": "\x1e",
-    "underscore": "\x1f", "_": "\x1f", "minus": "\x1f", "-": "\x1f", "7": "\x1f", "slash": "\x1f", "/": "\x1f",
-    "8": "\x7f", "question_mark": "\x7f", "?": "\x7f",
+# xterm's control characters for ctrl+<key> (by the key's character, shifted or not).
+_CONTROL = {
+    "@": 0x00, " ": 0x00, "2": 0x00, "`": 0x00, "[": 0x1B, "3": 0x1B, "\\": 0x1C, "4": 0x1C, "]": 0x1D, "5": 0x1D,
+    "^": 0x1E, "6": 0x1E, "~": 0x1E, "_": 0x1F, "7": 0x1F, "-": 0x1F, "/": 0x1F, "8": 0x7F, "?": 0x7F,
 }
 
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
 
 
+@dataclass(frozen=True)
+class KeyPress:
+    """A key press in the encoder's terms."""
+
+    key: int  # GhosttyKey: the physical key (US layout), or GHOSTTY_KEY_UNIDENTIFIED
+    mods: int  # SHIFT | CTRL | ALT
+    text: str  # what the key types without ctrl/alt ("" for function keys)
+    unshifted: int  # the key's unshifted codepoint (0 for function keys)
+
+
 def split_key(key: str) -> tuple[frozenset[str], str]:
     """`ctrl+shift+up` -> ({"ctrl", "shift"}, "up")."""
     if key == "ctrl-at":  # an odd Textual alias
         return frozenset({"ctrl"}), "@"
-    *mods, base = key.split("+")
+    *mods, base = key.split("+") if key != "+" else ("+",)
     return frozenset(mods), base
 
 
-def _modifier_param(mods: frozenset[str]) -> int:
-    """xterm's modifier parameter: 1 + shift + 2 * alt (or meta) + 4 * ctrl."""
-    return 1 + ("shift" in mods) + 2 * bool(mods & {"alt", "meta"}) + 4 * ("ctrl" in mods)
+def _base_character(base: str, character: str | None) -> str | None:
+    if character and len(character) == 1 and character.isprintable():
+        return character
+    if len(base) == 1:
+        return base
+    return key_to_character(REPLACED_KEYS.get(base, base))
 
 
-def translate_key(key: str, character: str | None, *, application_cursor: bool = False) -> bytes | None:
-    """The bytes to send for a key press, or None when the key means nothing to a terminal."""
-    text = _translate(key, character, application_cursor)
-    return text.encode("utf-8", "surrogateescape") if text is not None else None
-
-
-def _translate(key: str, character: str | None, application_cursor: bool) -> str | None:
-    mods, base = split_key(key)
-    if mods & {"super", "hyper"}:
+def key_press(key: str, character: str | None) -> KeyPress | bytes | None:
+    """What was pressed: a `KeyPress` for the encoder, raw bytes for a key only known by its
+    control character, or None for keys that mean nothing to a terminal."""
+    names, base = split_key(key)
+    if names & {"super", "hyper"}:
         return None
-    alt = "alt" in mods or "meta" in mods
-    ctrl = "ctrl" in mods
-    shift = "shift" in mods
-
-    # Textual's f13..f24 are xterm's shift+F1..F12.
+    mods = (SHIFT if "shift" in names else 0) | (CTRL if "ctrl" in names else 0)
+    mods |= ALT if names & {"alt", "meta"} else 0
     if base.startswith("f") and base[1:].isdigit() and 13 <= int(base[1:]) <= 24:
-        base = f"f{int(base[1:]) - 12}"
-        mods = mods | {"shift"}
-        shift = True
-
-    param = _modifier_param(mods)
-    final = _CURSOR_FINALS.get(base)
-    if final is not None:
-        if param == 1:
-            return (SS3 if application_cursor else CSI) + final
-        return f"{CSI}1;{param}{final}"
-    code = _TILDE_CODES.get(base)
-    if code is not None:
-        return f"{CSI}{code}~" if param == 1 else f"{CSI}{code};{param}~"
-    final = _SS3_FUNCTION_KEYS.get(base)
-    if final is not None:
-        return SS3 + final if param == 1 else f"{CSI}1;{param}{final}"
-
-    prefix = ESC if alt else ""
-    if base in ("enter", "return"):
-        return prefix + "\r"
-    if base == "tab":
-        return prefix + (f"{CSI}Z" if shift else "\t")
-    if base == "backspace":
-        return prefix + ("\x08" if ctrl else "\x7f")
-    if base == "escape":
-        return prefix + ESC
-    if base == "space" and not ctrl:
-        return prefix + " "
-
-    if ctrl:
-        control = _ctrl_code(base, character)
-        if control is not None:
-            return prefix + control
-
-    if character and character.isprintable():
-        return prefix + character
-    if alt and len(base) == 1 and base.isprintable():
-        return prefix + (base.upper() if shift else base)
-    if character and len(character) == 1 and (ord(character) < 0x20 or character == "\x7f"):
-        return prefix + character
-    return None
+        base = f"f{int(base[1:]) - 12}"  # Textual's f13..f24 are xterm's shift+F1..F12
+        mods |= SHIFT
+    named = _NAMED.get(base)
+    if named is not None:
+        space = base == "space"
+        return KeyPress(getattr(lib, f"GHOSTTY_KEY_{named}"), mods, " " if space else "", 32 if space else 0)
+    char = _base_character(base, None if mods & (CTRL | ALT) else character)
+    if char is None:
+        if character and len(character) == 1 and (ord(character) < 0x20 or character == "\x7f"):
+            return ((b"\x1b" if mods & ALT else b"") + character.encode())
+        return None
+    if mods & SHIFT and char.isalpha() and char.islower():
+        char = char.upper()
+    unshifted = _UNSHIFTED.get(char, char.lower())
+    if unshifted != char:
+        mods |= SHIFT  # "A" or "?" are shifted keys even when Textual names no shift
+    if "a" <= unshifted <= "z":
+        code = getattr(lib, f"GHOSTTY_KEY_{unshifted.upper()}")
+    elif "0" <= unshifted <= "9":
+        code = getattr(lib, f"GHOSTTY_KEY_DIGIT_{unshifted}")
+    elif unshifted in _PUNCTUATION:
+        code = getattr(lib, f"GHOSTTY_KEY_{_PUNCTUATION[unshifted]}")
+    else:
+        code = lib.GHOSTTY_KEY_UNIDENTIFIED
+    return KeyPress(code, mods, char, ord(unshifted[0]))
 
 
-def _ctrl_code(base: str, character: str | None) -> str | None:
-    if len(base) == 1 and base.isascii() and base.isalpha():
-        return chr(ord(base.lower()) & 0x1F)
-    control = _CTRL_SYMBOLS.get(base)
-    if control is None and character:
-        control = _CTRL_SYMBOLS.get(character)
-    if control is None and character and len(character) == 1 and ord(character) < 0x20:
-        control = character
-    return control
+class KeyEncoder:
+    """libghostty's key encoder and one reusable key event."""
+
+    def __init__(self) -> None:
+        encoder = ffi.new("GhosttyKeyEncoder*")
+        if lib.ghostty_key_encoder_new(ffi.NULL, encoder) != lib.GHOSTTY_SUCCESS:
+            raise MemoryError("libghostty: key_encoder_new")
+        self._encoder = ffi.gc(encoder[0], lib.ghostty_key_encoder_free)
+        event = ffi.new("GhosttyKeyEvent*")
+        if lib.ghostty_key_event_new(ffi.NULL, event) != lib.GHOSTTY_SUCCESS:
+            raise MemoryError("libghostty: key_event_new")
+        self._event = ffi.gc(event[0], lib.ghostty_key_event_free)
+        self._out = ffi.new("char[]", 128)
+        self._written = ffi.new("size_t*")
+
+    def encode(self, terminal, key: str, character: str | None, kitty_flags: int = 0) -> bytes | None:
+        """The bytes for a key press with `terminal`'s current modes, or None.
+
+        Without the kitty protocol, a ctrl chord that xterm sends as a control character goes as that
+        character: libghostty would send a fixterms `CSI ... u` (for ctrl+shift+c, ctrl+@, ctrl+[),
+        which a program that did not ask for it cannot read."""
+        press = key_press(key, character)
+        if press is None or isinstance(press, bytes):
+            return press
+        event = self._event
+        lib.ghostty_key_event_set_action(event, lib.GHOSTTY_KEY_ACTION_PRESS)
+        lib.ghostty_key_event_set_key(event, press.key)
+        lib.ghostty_key_event_set_mods(event, press.mods)
+        # Shift is "consumed" when it made the text (A, ?): the key is then plain text, not a chord.
+        shifted_text = press.mods & SHIFT and press.text and ord(press.text[0]) != press.unshifted
+        lib.ghostty_key_event_set_consumed_mods(event, SHIFT if shifted_text else 0)
+        text = press.text.encode("utf-8", "surrogateescape")
+        self._text = text  # the event borrows the bytes until the next key
+        lib.ghostty_key_event_set_utf8(event, text or ffi.NULL, len(text))
+        lib.ghostty_key_event_set_unshifted_codepoint(event, press.unshifted)
+        lib.ghostty_key_encoder_setopt_from_terminal(self._encoder, terminal)
+        result = lib.ghostty_key_encoder_encode(self._encoder, event, self._out, len(self._out), self._written)
+        if result != lib.GHOSTTY_SUCCESS or not self._written[0]:
+            return None
+        data = ffi.buffer(self._out, self._written[0])[:]
+        if not kitty_flags and press.mods & CTRL and data.startswith(b"\x1b[") and data.endswith(b"u"):
+            control = _legacy_control(press)
+            if control is not None:
+                return control
+        return data
+
+
+def _legacy_control(press: KeyPress) -> bytes | None:
+    """xterm's byte for a ctrl chord (ESC-prefixed with alt), or None if it has none."""
+    char = press.text.lower() if press.text else ""
+    if len(char) == 1 and "a" <= char <= "z":
+        code = ord(char) & 0x1F
+    else:
+        code = _CONTROL.get(press.text, _CONTROL.get(chr(press.unshifted) if press.unshifted else ""))
+        if code is None:
+            return None
+    return (b"\x1b" if press.mods & ALT else b"") + bytes([code])
 
 
 def encode_paste(text: str, bracketed: bool) -> bytes:

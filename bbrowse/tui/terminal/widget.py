@@ -1,23 +1,25 @@
-"""`TerminalView`: a Textual widget that shows a `TerminalEmulator` and types into the program.
+"""`TerminalView`: a Textual widget that shows a `TerminalCore` and types into the program.
 
 It knows nothing about HTTP. The app feeds it the program's output (`feed` / `write`) and gives it
-two callbacks: `send_input(bytes)` (async), called with every keystroke, paste and query answer in
-order, and `on_pty_resize(cols, rows)`, called (debounced) when the pane's size changes.
+two callbacks: `send_input(bytes)` (async), called with every keystroke, paste and terminal reply
+(cursor position reports, device attributes...) in order, and `on_pty_resize(cols, rows)`, called
+(debounced) when the pane's size changes.
 
 How it stays responsive under a flood (`yes`, `cat` of a big file):
-- output is queued, never parsed in the caller; one drain task parses it in slices and yields to
-  the event loop every few milliseconds, so key events are handled between slices;
-- a backlog of plain lines that would scroll away unseen is skipped exactly
-  (`TerminalEmulator.skip_scrolled_away`), so the drain catches up at once after ctrl-c;
-- drawing is coalesced: parsing only marks rows dirty, and at most ~60 times a second one refresh
-  of the dirty rows is scheduled; `render_line` reads the latest state when Textual draws;
+- output is queued, never parsed in the caller; one drain task feeds it to the core in slices and
+  yields to the event loop every few milliseconds, so key events are handled between slices;
+- a backlog of plain lines that would scroll away unseen is dropped exactly (`flood.py`), so the
+  drain catches up at once after ctrl-c;
+- drawing is coalesced: at most ~60 times a second the core's render state is brought up to date
+  and only the rows it reports dirty are turned into strips; `render_line` reads those;
 - keys never wait for drawing: a key becomes bytes and is handed to a sender task at once; the sender
   joins whatever queued up while the previous send was in flight, keeping the order.
 
-Keys: everything goes to the program (the widget consumes every key, even the app's priority
-bindings), except a double Esc, which leaves the pane (`LeaveRequested`); a single Esc is held for
-0.4 s and then sent. Shift+PgUp/PgDn and the mouse wheel scroll the scrollback on the main screen.
-After `show_exit(code)` the pane shows a banner and `r` posts `RestartRequested`.
+Keys: everything goes to the program at once, Esc included (the widget consumes every key, even the
+app's priority bindings), except the leave chord (`ctrl+]`, the binding `terminal.leave`, which a
+keymap can move) and alt+digit, which bubble up so the app can switch tabs. Shift+PgUp/PgDn and the
+mouse wheel scroll the scrollback on the main screen. After `show_exit(code)` the pane shows a
+banner, `r` posts `RestartRequested` and Esc leaves.
 """
 
 from __future__ import annotations
@@ -31,19 +33,23 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.binding import Binding
 from textual.geometry import Region
+from textual.keys import format_key
 from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from .emulator import TerminalEmulator
-from .keys import encode_paste, translate_key
+from . import flood
+from .core import TerminalCore
+from .images import Placement
+from .keys import encode_paste, split_key
+from .render import Painter
 
 SendInput = Callable[[bytes], Awaitable[object]]
 PtyResize = Callable[[int, int], object]
 
-DOUBLE_ESCAPE_SECONDS = 0.4
 FRAME_SECONDS = 1 / 60
 RESIZE_DEBOUNCE_SECONDS = 0.1
 # Parse for at most this long before letting the event loop run (keys, timers, drawing).
@@ -51,18 +57,25 @@ FEED_BUDGET_SECONDS = 0.004
 # Each slice of output is parsed in one go; its size adapts so that a slice takes about this long.
 SLICE_SECONDS = 0.002
 MIN_SLICE_BYTES = 512
-MAX_SLICE_BYTES = 32 * 1024  # below the emulator's own flood check: the drain skips floods itself
-# A backlog bigger than this is checked for a flood that can be skipped.
+MAX_SLICE_BYTES = 32 * 1024
+# A backlog bigger than this is checked for a flood that can be skipped, at most this often.
 SKIP_CHECK_BYTES = 256 * 1024
+SKIP_RETRY_SECONDS = 0.05
 # `write()` waits while more than this is queued: back-pressure for the reader.
 HIGH_WATER_BYTES = 4 * 1024 * 1024
 WHEEL_LINES = 3
 
-LEAVE_HINT = "esc esc: leave pane"
+LEAVE_BINDING_ID = "terminal.leave"
+LEAVE_KEY = "ctrl+right_square_bracket"  # ctrl+], the telnet and ssh escape
 
 
 class TerminalView(Widget, can_focus=True):
-    """A terminal pane: draws the emulator with the line API and sends keys to the program."""
+    """A terminal pane: draws the core with the line API and sends keys to the program."""
+
+    BINDINGS = [
+        # priority: runs before the key reaches on_key (which sends everything else to the program)
+        Binding(LEAVE_KEY, "leave", "Leave pane", id=LEAVE_BINDING_ID, priority=True, show=False),
+    ]
 
     DEFAULT_CSS = """
     TerminalView {
@@ -78,7 +91,7 @@ class TerminalView(Widget, can_focus=True):
 
     @dataclass
     class LeaveRequested(Message):
-        """The user pressed Esc twice: focus should leave the pane."""
+        """The user pressed the leave chord (ctrl+]): focus should leave the pane."""
 
         terminal: TerminalView
 
@@ -140,12 +153,14 @@ class TerminalView(Widget, can_focus=True):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.emulator = TerminalEmulator(80, 24, scrollback=scrollback)
+        self.core = TerminalCore(80, 24, scrollback=scrollback)
         self.send_input = send_input
         self.on_pty_resize = on_pty_resize
         self._backlog = bytearray()
         self._slice_bytes = 4096
-        self._skip_checked_at = 0
+        self._plain_scanned = 0
+        self._not_plain_at: int | None = None
+        self._skip_tried = 0.0
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -155,23 +170,31 @@ class TerminalView(Widget, can_focus=True):
         self._sender_task: asyncio.Task[None] | None = None
         self._frame_timer: Timer | None = None
         self._last_frame = 0.0
-        self._escape_timer: Timer | None = None
         self._resize_timer: Timer | None = None
         self._reported_size: tuple[int, int] | None = None
         self._callbacks: set[asyncio.Future[object]] = set()
         self._drawn_cursor: tuple[int, int] | None = None
         self._title = ""
+        self._painter = Painter()
         self._base_style: Style | None = None
+        self._strips: list[Strip | None] = [None] * self.core.rows
+        self._placements: list[Placement] = []
+        self._images_generation = 0
         self.exit_code: int | None = None
         self.exited = False
-        self.border_subtitle = LEAVE_HINT
+        self.border_subtitle = self._leave_hint()
+
+    @property
+    def emulator(self) -> TerminalCore:
+        """The terminal core (the name the pane used when it had its own emulator)."""
+        return self.core
 
     # ------------------------------------------------------------------ output from the program
 
     @property
     def terminal_size(self) -> tuple[int, int]:
         """(cols, rows) the program should be told."""
-        return (self.emulator.cols, self.emulator.rows)
+        return (self.core.cols, self.core.rows)
 
     def feed(self, data: bytes) -> None:
         """Queue program output; it is parsed in the background, in order."""
@@ -191,33 +214,35 @@ class TerminalView(Widget, can_focus=True):
             await self._below_high_water.wait()
 
     async def wait_drained(self) -> None:
-        """Wait until everything fed so far has been parsed."""
+        """Wait until everything fed so far has been parsed and the view brought up to date (what
+        `render_line` draws is then the latest)."""
         await self._drained.wait()
+        if self.is_mounted:
+            if self._frame_timer is not None:
+                self._frame_timer.stop()
+            self._frame()
 
     async def _drain(self) -> None:
-        emulator = self.emulator
+        core = self.core
         backlog = self._backlog
         try:
             while backlog:
-                if len(backlog) > SKIP_CHECK_BYTES and len(backlog) >= self._skip_checked_at + SKIP_CHECK_BYTES:
-                    skipped = emulator.skip_scrolled_away(backlog)
-                    del backlog[:skipped]
-                    # A failed check is not repeated until the backlog has grown again.
-                    self._skip_checked_at = 0 if skipped else len(backlog)
+                if len(backlog) > SKIP_CHECK_BYTES:
+                    self._skip_flood()
                 started = time.perf_counter()
                 while backlog:  # at least one slice per turn, then as many as the budget allows
                     size = self._slice_bytes
                     chunk = bytes(backlog[:size])
                     del backlog[:size]
+                    self._consumed(len(chunk))
                     sliced = time.perf_counter()
-                    emulator.feed(chunk)
+                    core.feed(chunk)
                     self._adapt_slice(len(chunk), time.perf_counter() - sliced)
-                    replies = emulator.take_replies()
+                    replies = core.take_replies()
                     if replies:
                         self._send(replies)
                     if time.perf_counter() - started >= FEED_BUDGET_SECONDS:
                         break
-                self._skip_checked_at = min(self._skip_checked_at, len(backlog))
                 self._schedule_frame()
                 if len(backlog) <= HIGH_WATER_BYTES:
                     self._below_high_water.set()
@@ -229,9 +254,39 @@ class TerminalView(Widget, can_focus=True):
             if not backlog:
                 self._drained.set()
 
+    def _skip_flood(self) -> None:
+        """Drop the head of a backlog of plain lines that would scroll away unseen (`flood.py`).
+
+        The scan for the first non-plain byte is incremental: the backlog only loses bytes at the
+        front and gains them at the back, so what was found plain stays plain. A check is tried at
+        most every `SKIP_RETRY_SECONDS` (it asks the core about scroll margins)."""
+        backlog = self._backlog
+        if self._not_plain_at is None:
+            end = flood.first_not_plain(backlog, self._plain_scanned)
+            self._plain_scanned = end
+            if end < len(backlog):
+                self._not_plain_at = end
+        plain_end = self._not_plain_at if self._not_plain_at is not None else self._plain_scanned
+        now = time.monotonic()
+        if plain_end < SKIP_CHECK_BYTES or now - self._skip_tried < SKIP_RETRY_SECONDS:
+            return
+        self._skip_tried = now
+        skipped = self.core.skippable_prefix(backlog, plain_end)
+        if skipped:
+            del backlog[:skipped]
+            self._consumed(skipped)
+
+    def _consumed(self, size: int) -> None:
+        """`size` bytes left the front of the backlog: move what the flood scan knows along."""
+        self._plain_scanned = max(0, self._plain_scanned - size)
+        if self._not_plain_at is not None:
+            self._not_plain_at -= size
+            if self._not_plain_at < 0:
+                self._not_plain_at = None
+
     def _adapt_slice(self, size: int, seconds: float) -> None:
         """Size slices by what they cost, not by bytes: 16 KiB of `y` lines is 5,000 scrolls, 16 KiB of
-        a long line is one. Aim for `SLICE_SECONDS` per slice so a key waits at most about that long."""
+        plain text a few hundred. Aim for `SLICE_SECONDS` per slice so a key waits at most about that long."""
         if size < self._slice_bytes or seconds <= 0:
             return
         wanted = int(size * SLICE_SECONDS / seconds)
@@ -256,42 +311,63 @@ class TerminalView(Widget, can_focus=True):
     def _frame(self) -> None:
         self._frame_timer = None
         self._last_frame = time.monotonic()
-        emulator = self.emulator
-        dirty = emulator.take_dirty()
+        core = self.core
+        dirty = core.take_dirty()
+        strips = self._strips
+        for y in dirty:
+            strips[y] = None
+        generation = core.images.generation(core._handle)
+        if generation != self._images_generation or (dirty and (self._placements or generation)):
+            self._images_generation = generation
+            placements = core.placements() if generation else []
+            if placements != self._placements:
+                for placement in (*self._placements, *placements):
+                    dirty.update(range(max(0, placement.row), min(core.rows, placement.row + placement.rows)))
+                self._placements = placements
         cursor = self._cursor_state()
         if cursor != self._drawn_cursor:
             for state in (cursor, self._drawn_cursor):
-                if state is not None:
+                if state is not None and state[1] < core.rows:
                     dirty.add(state[1])
             self._drawn_cursor = cursor
-        if emulator.title != self._title:
-            self._title = emulator.title
+        if core.title != self._title:
+            self._title = core.title
             self.post_message(self.TitleChanged(self, self._title))
         if not dirty:
             return
         width = self.size.width
-        if len(dirty) >= emulator.rows:
+        if len(dirty) >= core.rows:
             self.refresh()
         else:
             self.refresh(*(Region(0, y, width, 1) for y in sorted(dirty)))
 
     def _cursor_state(self) -> tuple[int, int] | None:
         """Where the cursor is drawn: only while the pane has focus and shows the live screen."""
-        emulator = self.emulator
-        if not (self.has_focus and emulator.cursor_visible and emulator.scroll_offset == 0 and not self.exited):
+        core = self.core
+        if not (self.has_focus and not self.exited and core.cursor_visible and core.scroll_offset == 0):
             return None
-        return emulator.cursor
+        return core.cursor
 
     def render_line(self, y: int) -> Strip:
-        emulator = self.emulator
+        core = self.core
         width = self.size.width
         if self._base_style is None:
             self._base_style = self.rich_style
-            emulator.painter.set_base(self._base_style)
+            self._painter.set_base(self._base_style)
+            self._strips = [None] * core.rows
         if self.exited and y == self.size.height - 1:
             return self._exit_banner(width)
-        cursor = self._cursor_state()
-        strip = emulator.render_line(y, cursor[0] if cursor is not None and cursor[1] == y else -1)
+        if y >= core.rows:
+            return Strip.blank(width, self._base_style)
+        cursor = self._drawn_cursor
+        if cursor is not None and cursor[1] == y:
+            strip = self._painter.paint(core.row(y), core.cols, cursor[0])
+        else:
+            strip = self._strips[y]
+            if strip is None:
+                strip = self._strips[y] = self._painter.paint(core.row(y), core.cols)
+        if self._placements:
+            strip = self._painter.overlay(strip, y, self._placements, core.cols)
         if strip.cell_length != width:
             strip = strip.crop(0, width).extend_cell_length(width, self._base_style)
         return strip
@@ -309,16 +385,37 @@ class TerminalView(Widget, can_focus=True):
         style = Style(bold=True, reverse=True)
         return Strip([Segment(text[:width], style)]).extend_cell_length(width, style)
 
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_updated)
+
+    def _bindings_updated(self, _screen: object) -> None:
+        if self.has_focus:
+            self.border_subtitle = self._leave_hint()
+
     def on_focus(self) -> None:
-        if self.emulator.focus_events:
+        if self.core.focus_events:
             self._send(b"\x1b[I")
+        self.border_subtitle = self._leave_hint()
         self._schedule_frame()
 
     def on_blur(self) -> None:
-        if self.emulator.focus_events:
+        if self.core.focus_events:
             self._send(b"\x1b[O")
-        self._flush_escape()
         self._schedule_frame()
+
+    def _leave_hint(self) -> str:
+        """ "ctrl+] leave", with whatever key the app's keymap gives the leave binding."""
+        key = LEAVE_KEY
+        try:
+            for active in self.screen.active_bindings.values():
+                if active.binding.id == LEAVE_BINDING_ID and active.node is self:
+                    key = active.binding.key
+                    break
+        except Exception:  # not mounted yet: the default key
+            pass
+        names, base = split_key(key.split(",")[0].strip())
+        modifiers = [name for name in ("ctrl", "alt", "shift", "meta", "super") if name in names]
+        return "+".join([*modifiers, format_key(base)]) + " leave"
 
     # ------------------------------------------------------------------ size
 
@@ -327,7 +424,11 @@ class TerminalView(Widget, can_focus=True):
         if cols < 1 or rows < 1:
             return
         if (cols, rows) != self.terminal_size:
-            self.emulator.resize(cols, rows)
+            self.core.resize(cols, rows)
+            self._strips = [None] * rows
+            self._placements = []
+            self._images_generation = -1
+            self._drawn_cursor = None
             self.refresh()
         if self._resize_timer is not None:
             self._resize_timer.stop()
@@ -348,8 +449,9 @@ class TerminalView(Widget, can_focus=True):
     # ------------------------------------------------------------------ input to the program
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
-        """Every key belongs to the program while the pane has focus (even ctrl+p and ctrl+q)."""
-        return True
+        """Every key belongs to the program while the pane has focus (even ctrl+p and ctrl+q), except
+        alt+digit, which the app uses to switch tabs."""
+        return not _is_alt_digit(key)
 
     def _send(self, data: bytes) -> None:
         """Hand bytes to the program now, in order; sends in flight are joined, never reordered."""
@@ -370,52 +472,41 @@ class TerminalView(Widget, can_focus=True):
                 self.post_message(self.InputFailed(self, error))
 
     async def on_key(self, event: events.Key) -> None:
+        key = event.key
+        if _is_alt_digit(key):
+            return  # bubbles up to the app's bindings
         event.stop()
         event.prevent_default()
-        key = event.key
-        if key == "escape":
-            if self._escape_timer is not None:
-                self._escape_timer.stop()
-                self._escape_timer = None
-                self.post_message(self.LeaveRequested(self))
-            elif self.exited:
-                self.post_message(self.LeaveRequested(self))
-            else:
-                self._escape_timer = self.set_timer(DOUBLE_ESCAPE_SECONDS, self._flush_escape, name="terminal-escape")
-            return
-        self._flush_escape()
         if self.exited:
             if key == "r":
                 self.post_message(self.RestartRequested(self))
+            elif key == "escape":
+                self.post_message(self.LeaveRequested(self))
             return
-        emulator = self.emulator
-        if key in ("shift+pageup", "shift+pagedown") and not emulator.alternate_screen_active:
-            page = max(1, emulator.rows - 1)
-            emulator.scroll_view(page if key == "shift+pageup" else -page)
+        core = self.core
+        if key in ("shift+pageup", "shift+pagedown") and not core.alternate_screen_active:
+            page = max(1, core.rows - 1)
+            core.scroll_view(page if key == "shift+pageup" else -page)
             self._schedule_frame()
             return
-        data = translate_key(key, event.character, application_cursor=emulator.application_cursor_keys)
+        data = core.encode_key(key, event.character)
         if data is None:
             return
-        if emulator.scroll_offset:
-            emulator.scroll_to_bottom()
+        if core.scroll_offset:
+            core.scroll_to_bottom()
             self._schedule_frame()
         self._send(data)
 
-    def _flush_escape(self) -> None:
-        """Send a held Esc: no second one came in time (or another key did)."""
-        if self._escape_timer is not None:
-            self._escape_timer.stop()
-            self._escape_timer = None
-            self._send(b"\x1b")
+    def action_leave(self) -> None:
+        """The leave chord: hand focus back to the app (the pane decides where it goes)."""
+        self.post_message(self.LeaveRequested(self))
 
     def on_paste(self, event: events.Paste) -> None:
         event.stop()
         event.prevent_default()
         if self.exited or not event.text:
             return
-        self._flush_escape()
-        self._send(encode_paste(event.text, self.emulator.bracketed_paste))
+        self._send(encode_paste(event.text, self.core.bracketed_paste))
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         event.stop()
@@ -426,25 +517,25 @@ class TerminalView(Widget, can_focus=True):
         self._wheel(event, up=False)
 
     def _wheel(self, event: events.MouseEvent, up: bool) -> None:
-        emulator = self.emulator
-        if emulator.mouse_tracking and not self.exited:
-            self._send(_mouse_report(64 if up else 65, event.x, event.y, True, emulator.mouse_sgr))
-        elif emulator.alternate_screen_active and not self.exited:
+        core = self.core
+        if core.mouse_tracking and not self.exited:
+            self._send(_mouse_report(64 if up else 65, event.x, event.y, True, core.mouse_sgr))
+        elif core.alternate_screen_active and not self.exited:
             # As xterm's alternateScroll: the wheel becomes arrow keys for pagers and editors.
-            arrow = translate_key("up" if up else "down", None, application_cursor=emulator.application_cursor_keys)
+            arrow = core.encode_key("up" if up else "down", None)
             self._send((arrow or b"") * WHEEL_LINES)
         else:
-            emulator.scroll_view(WHEEL_LINES if up else -WHEEL_LINES)
+            core.scroll_view(WHEEL_LINES if up else -WHEEL_LINES)
             self._schedule_frame()
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         self.focus()
-        if self.emulator.mouse_tracking and not self.exited:
-            self._send(_mouse_report(_button_code(event), event.x, event.y, True, self.emulator.mouse_sgr))
+        if self.core.mouse_tracking and not self.exited:
+            self._send(_mouse_report(_button_code(event), event.x, event.y, True, self.core.mouse_sgr))
 
     def on_mouse_up(self, event: events.MouseUp) -> None:
-        if self.emulator.mouse_tracking and not self.exited:
-            sgr = self.emulator.mouse_sgr
+        if self.core.mouse_tracking and not self.exited:
+            sgr = self.core.mouse_sgr
             self._send(_mouse_report(_button_code(event) if sgr else 3, event.x, event.y, False, sgr))
 
     # ------------------------------------------------------------------ lifecycle
@@ -453,17 +544,20 @@ class TerminalView(Widget, can_focus=True):
         """The program ended: draw the banner; `r` then asks for a restart."""
         self.exited = True
         self.exit_code = code
-        self._flush_escape()
         self.refresh()
 
     def reset(self) -> None:
         """Blank slate for a new program: the screen, scrollback, queued output and exit state go."""
         self._backlog.clear()
-        self._skip_checked_at = 0
+        self._plain_scanned = 0
+        self._not_plain_at = None
         self._below_high_water.set()
         self._drained.set()
         self._outbox.clear()
-        self.emulator.reset()
+        self.core.reset()
+        self._strips = [None] * self.core.rows
+        self._placements = []
+        self._images_generation = -1
         self.exited = False
         self.exit_code = None
         self._reported_size = None
@@ -473,6 +567,11 @@ class TerminalView(Widget, can_focus=True):
         for task in (self._drain_task, self._sender_task):
             if task is not None and not task.done():
                 task.cancel()
+
+
+def _is_alt_digit(key: str) -> bool:
+    names, base = split_key(key)
+    return names == {"alt"} and len(base) == 1 and base.isdigit()
 
 
 def _button_code(event: events.MouseEvent) -> int:
