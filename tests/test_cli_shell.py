@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
 
+import pytest
 from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
 
 #: Output of `stty size` on its own line: "ROWS COLS".
@@ -20,10 +23,12 @@ def line(pattern: bytes) -> bytes:
     return rb"[\r\n]" + pattern + rb"\r\n"
 
 
-def shell_in_pty(service, session_id: str, *, after: str = "", rows: int = 24, cols: int = 80) -> PtyProcess:
-    """`bbrowse shell SID` run by `sh` on a PTY, then `echo rc=$?` and `after` on the same terminal."""
+def shell_in_pty(service, session_id: str, *, after: str = "", rows: int = 24, cols: int = 80,
+                 command: tuple[str, ...] = ()) -> PtyProcess:
+    """`bbrowse shell SID [-- COMMAND]` run by `sh` on a PTY, then `echo rc=$?` and `after` on the same terminal."""
     bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
-    script = f'{bbrowse} shell {shlex.quote(session_id)}; echo "rc=$?"; {after}'
+    remote = (" -- " + " ".join(shlex.quote(part) for part in command)) if command else ""
+    script = f'{bbrowse} shell {shlex.quote(session_id)}{remote}; echo "rc=$?"; {after}'
     return PtyProcess(["sh", "-c", script], cli_env(service), rows=rows, cols=cols)
 
 
@@ -196,5 +201,83 @@ def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(servi
         assert term.wait() == 0
         settings = term.output[term.position:].decode(errors="replace").split()
         assert "icanon" in settings and "-icanon" not in settings, settings
+    finally:
+        term.close()
+
+
+#: A shell with a fixed prompt, so nothing depends on the host, the user or the temp path.
+PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
+
+
+@pytest.fixture(scope="module")
+def compat_session(compat_service):
+    created = bb(compat_service, "new", "--json", "--timeout", "900")
+    assert created.returncode == 0, created.stderr
+    sid = json.loads(created.stdout)["session_id"]
+    yield sid
+    bb(compat_service, "rm", sid)
+
+
+def drop_cli_connections(service, term: PtyProcess) -> None:
+    """The service drops every connection `bbrowse shell` has to it (attach and HTTP alike)."""
+    from socket_drop import DropUnsupportedError, client_ports, drop_connections
+
+    try:
+        assert drop_connections(service.pid, client_ports(_bbrowse_child(term))) >= 1
+    except DropUnsupportedError as exc:
+        pytest.skip(f"cannot drop the service's socket here: {exc}")
+
+
+@pytest.mark.parametrize("editor", ["vim", "less"])
+def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compat_service, compat_session, editor,
+                                                                          tmp_path):
+    """Kernel's VM gives a PTY's output only over attach: all of it must come that way, survive the
+    service dropping the connection (the editor repaints), and end with the remote exit status."""
+    if shutil.which(editor) is None:
+        pytest.skip(f"{editor} is not installed")
+    page = tmp_path / "page.txt"
+    page.write_text("".join(f"page line {i}\n" for i in range(200)))
+    term = shell_in_pty(compat_service, compat_session, rows=30, cols=100, command=PROMPT_SHELL)
+    try:
+        term.expect(rb"PROMPT> ")
+        ready(term)
+        assert stty_size(term) == (30, 100)
+        term.resize(40, 120)
+        for _ in range(30):
+            if stty_size(term) == (40, 120):
+                break
+        else:
+            raise AssertionError("the remote terminal never got the new window size")
+
+        term.send((f"vim -u NONE -N -n {page}\r" if editor == "vim" else f"less {page}\r").encode())
+        term.expect(rb"page line 0")
+        term.expect(rb"page line 30")  # the whole first screen is drawn
+
+        drop_cli_connections(compat_service, term)
+        term.expect(rb"page line 0", timeout=30)  # drawn again: the size nudge after the reattach
+
+        if editor == "vim":
+            term.send(b"iedited-after-drop \x1b:wq\r")
+        else:
+            term.send(b"q")
+        term.expect(rb"PROMPT> ")  # the editor has gone (keys typed before would be its typeahead)
+        ready(term)
+        term.send(b"exit 5\r")
+        term.expect(rb"rc=5\r\n")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    if editor == "vim":
+        assert page.read_text().startswith("edited-after-drop page line 0\n")
+
+
+def test_against_kernel_compat_a_signal_ends_the_shell_with_a_failure(compat_service, compat_session):
+    """Kernel reports -1 for a process ended by a signal; bbrowse exits 1 (the signal is not known)."""
+    term = shell_in_pty(compat_service, compat_session, command=PROMPT_SHELL)
+    try:
+        term.expect(rb"PROMPT> ")
+        ready(term)
+        term.send(b"kill -9 $$\r")
+        term.expect(rb"rc=1\r\n")
     finally:
         term.close()
