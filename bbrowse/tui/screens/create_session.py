@@ -85,7 +85,7 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
                 yield Button("Cancel (esc)", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
+        self.query_one("#name", Input).focus(scroll_visible=False)  # the first label stays in view
         self._fit()
 
     def on_resize(self) -> None:
@@ -95,6 +95,8 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
         """Give the fields what the dialog (90% of the screen) leaves: they scroll, the buttons stay in view."""
         fields = self.query_one("#create-fields")
         fields.styles.max_height = max(4, int(self.size.height * 0.9) - self.CHROME_ROWS)
+        if self.focused is self.query_one("#name", Input):
+            self.call_after_refresh(fields.scroll_home, animate=False)  # its label too, not only the field
 
     def action_cancel(self) -> None:
         self.dismiss(None)
