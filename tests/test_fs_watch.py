@@ -98,15 +98,17 @@ def test_recursive_watch_follows_new_directories(sdk: kernel.Kernel, session_id:
     watch = sdk.browsers.fs.watch.start(session_id, path=str(tmp_path), recursive=True)
     reader = EventReader(sdk, session_id, watch.watch_id)
     try:
-        _shell("touch old/in-old && mkdir -p a/b/c && touch a/b/c/deep.txt && echo x > a/b/c/deep.txt", tmp_path)
+        # Made faster than the service can add watches: what is found in a new directory is reported too.
+        _shell("touch old/in-old && mkdir -p a/b/c && touch a/b/c/deep.txt", tmp_path)
         reader.until({
             ("CREATE", str(tmp_path / "old" / "in-old"), False),
             ("CREATE", str(tmp_path / "a"), True),
             ("CREATE", str(tmp_path / "a" / "b"), True),
             ("CREATE", str(tmp_path / "a" / "b" / "c"), True),
             ("CREATE", str(tmp_path / "a" / "b" / "c" / "deep.txt"), False),
-            ("WRITE", str(tmp_path / "a" / "b" / "c" / "deep.txt"), False),
         })
+        _shell("echo x >> a/b/c/deep.txt", tmp_path)  # and the new directories are watched from then on
+        reader.until({("WRITE", str(tmp_path / "a" / "b" / "c" / "deep.txt"), False)})
     finally:
         sdk.browsers.fs.watch.stop(watch.watch_id, id_or_name=session_id)
         reader.close()
@@ -143,9 +145,10 @@ def test_the_stream_ends_when_the_watched_directory_goes(
 
 def test_watch_errors(sdk: kernel.Kernel, session_id: str, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    for path, status in ((str(tmp_path / "file"), 400), (str(tmp_path / "gone"), 404), ("relative", 400)):
+    for path, recursive, status in ((str(tmp_path / "file"), False, 400), (str(tmp_path / "gone"), False, 404),
+                                    ("relative", False, 400), ("/", True, 400)):
         with pytest.raises(kernel.APIStatusError) as refused:
-            sdk.browsers.fs.watch.start(session_id, path=path)
+            sdk.browsers.fs.watch.start(session_id, path=path, recursive=recursive)
         assert refused.value.status_code == status, (path, refused.value)
     watch = sdk.browsers.fs.watch.start(session_id, path=str(tmp_path))
     sdk.browsers.fs.watch.stop(watch.watch_id, id_or_name=session_id)

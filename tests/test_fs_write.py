@@ -351,6 +351,7 @@ def test_download_dir_zip_holds_the_tree(sdk: kernel.Kernel, session_id: str, tm
         assert stat.S_ISLNK(link.external_attr >> 16) and archive.read(link) == b"b.bin"
     _refused(lambda: sdk.browsers.fs.download_dir_zip(session_id, path=str(root / "a.txt")), 400, "path")
     _refused(lambda: sdk.browsers.fs.download_dir_zip(session_id, path=str(tmp_path / "gone")), 404)
+    _refused(lambda: sdk.browsers.fs.download_dir_zip(session_id, path="/"), 400, "path")
 
 
 def test_a_zip_round_trips_through_upload_zip(sdk: kernel.Kernel, session_id: str, tmp_path: Path) -> None:

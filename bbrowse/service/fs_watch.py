@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, not_found
 from bbrowse.service.files import os_error
+from bbrowse.service.fs_write import pseudo_mount_points
 from bbrowse.service.sessions import Session
 from bbrowse.wire.fs import FileSystemEvent
 
@@ -91,6 +92,8 @@ class Watch:
     paths: dict[int, str] = field(default_factory=dict)
     events: collections.deque[FileSystemEvent] = field(default_factory=lambda: collections.deque(maxlen=QUEUE_EVENTS))
     dropped: int = 0
+    #: Pseudo filesystems (/proc, /sys) a recursive watch does not descend into.
+    skip: frozenset[str] = frozenset()
     closed: bool = False
     #: Which reader has the events: a new reader takes over, and the previous one's stream ends.
     reader: int = 0
@@ -100,6 +103,8 @@ class Watch:
 
     def add(self, path: str, report_contents: bool) -> None:
         """Watch `path` (and, when recursive, the directories below it)."""
+        if path in self.skip:
+            return
         wd = libc().inotify_add_watch(self.fd, os.fsencode(path), WATCH_MASK | IN_ONLYDIR)
         if wd < 0:
             code = ctypes.get_errno()
@@ -230,6 +235,8 @@ class WatchManager:
             raise os_error(exc, path) from None
         if not stat.S_ISDIR(st.st_mode):
             raise bad_request(f"{path} is not a directory (a watch follows a directory)", "path")
+        if recursive and path == "/":
+            raise bad_request("refusing to watch the whole machine (/) recursively; name a directory in it", "path")
         watches = self._watches(session)
         if sum(not w.closed for w in watches.values()) >= MAX_WATCHES:
             raise conflict(f"this session already has {MAX_WATCHES} watches; stop one first")
@@ -239,7 +246,8 @@ class WatchManager:
             raise ServiceError(500, "internal_error", f"cannot watch files: {os.strerror(code)}")
         loop = asyncio.get_running_loop()
         watch_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
-        watch = Watch(watch_id=watch_id, root=path, recursive=recursive, fd=fd, loop=loop)
+        watch = Watch(watch_id=watch_id, root=path, recursive=recursive, fd=fd, loop=loop,
+                      skip=pseudo_mount_points() - {path} if recursive else frozenset())
         try:
             watch.add(path, report_contents=False)
         except OSError as exc:

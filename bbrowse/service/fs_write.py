@@ -234,6 +234,27 @@ def guard(path: str, field: str, action: str) -> None:
         raise field_error(field, f"refusing to {action} {path}: it is / or a top-level directory of the machine")
 
 
+#: Filesystems whose files are views of the kernel, not data: a zip or a recursive watch skips them.
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "bpf",
+    "mqueue", "hugetlbfs", "fusectl", "configfs", "pstore", "autofs", "binfmt_misc", "efivarfs", "nsfs",
+})
+
+
+def pseudo_mount_points() -> frozenset[str]:
+    """Where pseudo filesystems (/proc, /sys, /dev...) are mounted on this machine."""
+    points: set[str] = set()
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) >= 3 and fields[2] in PSEUDO_FILESYSTEMS:
+                    points.add(fields[1].replace("\\040", " "))
+    except OSError:
+        pass
+    return frozenset(points)
+
+
 def create_directory(path: str, mode: int | None) -> bool:
     """`mkdir -p`; True when the directory was created, False when it was already there."""
     created = make_parents(path, "path")

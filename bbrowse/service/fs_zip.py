@@ -8,9 +8,10 @@ then extracted one at a time, each through a temporary file replaced into place,
 
 A directory is zipped as it is read and sent as it is produced: a dedicated thread walks it and
 writes the archive into a bounded queue the response drains, so a large directory never sits in
-memory or on disk. Incompressible files (already-compressed data) are stored, the rest deflated
-at the fastest level: the archive comes out at close to disk speed. Everything that can fail is
-checked before the first byte is sent (missing, not a directory, unreadable entries).
+memory or on disk. Pseudo filesystems mounted inside it (/proc, /sys) are left out, and `/` itself
+is refused. Incompressible files (already-compressed data) are stored, the rest deflated at the
+fastest level: the archive comes out at close to disk speed. Everything that can fail is checked
+before the first byte is sent (missing, not a directory, unreadable entries).
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from dataclasses import dataclass
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, forbidden
 from bbrowse.service.files import field_error, os_error
-from bbrowse.service.fs_write import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, STAGED_SUFFIX, make_parents, write_error
+from bbrowse.service.fs_write import (
+    DEFAULT_DIR_MODE,
+    DEFAULT_FILE_MODE,
+    STAGED_SUFFIX,
+    make_parents,
+    pseudo_mount_points,
+    write_error,
+)
 
 log = logging.getLogger("bbrowse.files")
 
@@ -209,6 +217,9 @@ def collect(root: str) -> list[Item]:
         raise os_error(exc, root) from None
     if not stat.S_ISDIR(st.st_mode):
         raise bad_request(f"{root} is not a directory", "path")
+    if root == "/":
+        raise bad_request("refusing to zip the whole machine (/); name a directory in it", "path")
+    pseudo = pseudo_mount_points() - {root}
     items: list[Item] = []
     unreadable: list[str] = []
 
@@ -228,6 +239,8 @@ def collect(root: str) -> list[Item]:
             except OSError:
                 continue  # vanished meanwhile
             arcname = prefix + child.name
+            if child.path in pseudo:
+                continue  # /proc, /sys and the like hold no data to archive
             if stat.S_ISDIR(child_st.st_mode):
                 items.append(Item(child.path, arcname + "/", child_st))
                 walk(child.path, arcname + "/")
