@@ -501,6 +501,11 @@ class TerminalCore:
         """The runs of row `y` of the view as of the last `take_dirty`."""
         return self._rows[y]
 
+    @property
+    def images_generation(self) -> int:
+        """Changes whenever a kitty graphics image or placement is added or deleted (0: none ever)."""
+        return self.images.generation(self._handle)
+
     def placements(self) -> list[Placement]:
         """Kitty graphics images visible in the view, with their pixels and grid rectangle."""
         return self.images.visible(self._handle)

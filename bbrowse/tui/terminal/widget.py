@@ -316,7 +316,7 @@ class TerminalView(Widget, can_focus=True):
         strips = self._strips
         for y in dirty:
             strips[y] = None
-        generation = core.images.generation(core._handle)
+        generation = core.images_generation
         if generation != self._images_generation or (dirty and (self._placements or generation)):
             self._images_generation = generation
             placements = core.placements() if generation else []
