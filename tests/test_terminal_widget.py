@@ -148,6 +148,23 @@ async def test_only_changed_rows_are_refreshed_and_frames_are_coalesced() -> Non
         assert row_text(view, view.size.height - 2) == "line 1999"
 
 
+async def test_a_synchronized_update_is_drawn_whole(monkeypatch) -> None:
+    """Mode 2026: what the program draws between `?2026h` and `?2026l` shows in one go."""
+    monkeypatch.setattr(widget_module, "SYNC_HOLD_SECONDS", 60.0)
+    app = TerminalApp()
+    async with app.run_test(size=(40, 10)):
+        view = app.view
+        view.feed(b"before")
+        await view.wait_drained()
+        assert row_text(view, 0) == "before"
+        view.feed(b"\x1b[?2026h\r\x1b[Khalf of a frame")
+        await view.wait_drained()
+        assert row_text(view, 0) == "before"  # held while the program draws
+        view.feed(b", done\x1b[?2026l")
+        await view.wait_drained()
+        assert row_text(view, 0) == "half of a frame, done"
+
+
 async def test_keys_reach_the_program_in_order() -> None:
     app = TerminalApp()
     async with app.run_test(size=(40, 10)) as pilot:

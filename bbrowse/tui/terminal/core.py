@@ -338,6 +338,11 @@ class TerminalCore:
         return self.mode(1006)
 
     @property
+    def synchronized_output(self) -> bool:
+        """The program is in the middle of drawing a frame it wants shown whole (mode 2026)."""
+        return self.mode(2026)
+
+    @property
     def kitty_keyboard_flags(self) -> int:
         """The kitty keyboard protocol flags the program pushed (0: legacy keys)."""
         return self._get(lib.GHOSTTY_TERMINAL_DATA_KITTY_KEYBOARD_FLAGS, "uint8_t")

@@ -64,6 +64,8 @@ SKIP_RETRY_SECONDS = 0.05
 # `write()` waits while more than this is queued: back-pressure for the reader.
 HIGH_WATER_BYTES = 4 * 1024 * 1024
 WHEEL_LINES = 3
+# A program's synchronized update (mode 2026) holds drawing at most this long.
+SYNC_HOLD_SECONDS = 1.0
 
 LEAVE_BINDING_ID = "terminal.leave"
 LEAVE_KEY = "ctrl+right_square_bracket"  # ctrl+], the telnet and ssh escape
@@ -170,6 +172,7 @@ class TerminalView(Widget, can_focus=True):
         self._sender_task: asyncio.Task[None] | None = None
         self._frame_timer: Timer | None = None
         self._last_frame = 0.0
+        self._held_since: float | None = None
         self._resize_timer: Timer | None = None
         self._reported_size: tuple[int, int] | None = None
         self._callbacks: set[asyncio.Future[object]] = set()
@@ -310,8 +313,18 @@ class TerminalView(Widget, can_focus=True):
 
     def _frame(self) -> None:
         self._frame_timer = None
-        self._last_frame = time.monotonic()
         core = self.core
+        now = time.monotonic()
+        if core.synchronized_output:
+            # The program is drawing a frame (mode 2026): show it when done, or after a second.
+            if self._held_since is None:
+                self._held_since = now
+            if now - self._held_since < SYNC_HOLD_SECONDS:
+                self._frame_timer = self.set_timer(FRAME_SECONDS, self._frame, name="terminal-frame")
+                return
+        else:
+            self._held_since = None
+        self._last_frame = now
         dirty = core.take_dirty()
         strips = self._strips
         for y in dirty:
