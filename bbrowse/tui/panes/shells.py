@@ -3,7 +3,7 @@
 A shell is spawned at the terminal's exact size once the pane has been laid out; later size changes
 resize the remote PTY (the widget debounces them). The output arrives over `attach` (binary frames fed
 straight to the emulator) or, when attach is refused, over `stdout/stream`: the border says which.
-Keys typed in a terminal go to the program; a double Esc leaves the terminal and the pane's own keys
+Keys typed in a terminal go to the program, Esc included; `ctrl+]` leaves the terminal and the pane's own keys
 (`t` new shell, `w` close, `enter` back in) work again.
 """
 
