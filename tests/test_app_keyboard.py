@@ -173,6 +173,8 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
         app = make_app(empty)
         async with app.run_test(size=(120, 34)) as pilot:
             await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded)
+            await pilot.press("slash", "escape")  # the filter box opened and closed on the empty list
+            assert app.focused is None or visible(app.focused)
             await pilot.press("n")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen")
             await pilot.press("ctrl+s")

@@ -48,7 +48,7 @@ TERMINAL_TABS = frozenset({"shells"})
 
 class SessionScreen(BbrowseScreen):
     PALETTE_NAME = "Session"
-    AUTO_FOCUS = None  # the screen decides: the tab bar, or the pane of the tab it opens on
+    AUTO_FOCUS = ""  # not Textual's "first focusable widget": the screen decides (the tab bar, or the tab's pane)
     BINDINGS = [
         Binding("escape", "back", "Back", id="session.back"),
         Binding("enter", "enter_pane", "Into tab", id="session.enter"),

@@ -55,6 +55,9 @@ def matches(browser: Browser, needle: str) -> bool:
 
 class SessionsScreen(BbrowseScreen):
     PALETTE_NAME = "Sessions"
+    #: Not Textual's "first focusable widget" on resume, which counts a hidden (display: none) filter box
+    #: as focusable: the keys then went into it. `_keep_focus_in_view` decides instead.
+    AUTO_FOCUS = ""
     BINDINGS = [
         Binding("n", "create", "New session", id="sessions.create"),
         Binding("d", "delete", "Delete", id="sessions.delete"),
@@ -107,6 +110,7 @@ class SessionsScreen(BbrowseScreen):
 
     def on_screen_resume(self) -> None:
         self._keep_focus_in_view()
+        self.call_after_refresh(self._keep_focus_in_view)  # after a dismissed form's callback changed the table
         if self._live:
             self.refresh_sessions()
 
@@ -193,13 +197,21 @@ class SessionsScreen(BbrowseScreen):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        self.query_one(DataTable).focus()
+        self._leave_filter()
 
     def action_clear_filter(self) -> None:
         filter_input = self.query_one("#filter", Input)
         filter_input.value = ""
         filter_input.display = False
-        self.query_one(DataTable).focus()
+        self._leave_filter()
+
+    def _leave_filter(self) -> None:
+        """Out of the filter box: to the table, or to no widget while the table is hidden (empty)."""
+        table = self.query_one(DataTable)
+        if table.display:
+            table.focus()
+        else:
+            self.set_focus(None)
 
     # actions --------------------------------------------------------------
 
