@@ -281,3 +281,9 @@ def test_against_kernel_compat_a_signal_ends_the_shell_with_a_failure(compat_ser
         term.expect(rb"rc=1\r\n")
     finally:
         term.close()
+
+
+def test_against_kernel_compat_pipe_mode_keeps_its_streams(compat_service, compat_session):
+    """No PTY in pipe mode: stdout/stream carries the output there, under Kernel's rules too."""
+    result = bb(compat_service, "shell", compat_session, input=b"echo to-out; echo to-err >&2; exit 7\n")
+    assert (result.returncode, result.stdout, result.stderr) == (7, b"to-out\n", b"to-err\n")

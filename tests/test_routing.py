@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from bbrowse.client import (
+    NO_RETRY,
     BrowserClient,
+    ClientConfig,
     Conflict,
     ConnectionLost,
     NotFound,
@@ -239,6 +241,25 @@ async def test_a_refused_jwt_on_the_control_plane_too_is_the_callers_401(service
         with pytest.raises(Unauthorized):
             await client.processes.exec(browser.session_id, "true")
         assert browser.session_id not in client.routes
+
+
+async def test_with_no_retries_a_refused_jwt_is_raised_and_the_next_call_takes_the_control_plane(
+    service, browser
+) -> None:
+    """As the SDK with `max_retries=0`: no resend, but the route is gone for the next call."""
+    sid = browser.session_id
+    config = ClientConfig(service.url, service.token, retry=NO_RETRY)
+    recorder = Recorder()
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=30,
+                                 event_hooks={"request": [recorder]}) as http:
+        client = BrowserClient(config=config, http=http)
+        client.routes.remember(Route(sid, browser.base_url, "forged.jwt.value"))
+        with pytest.raises(Unauthorized) as refused:
+            await client.processes.exec(sid, "true")
+        assert "jwt" in refused.value.message and "jwt=" not in str(refused.value.url)
+        assert len(recorder.take()) == 1 and sid not in client.routes
+        assert (await client.processes.exec(sid, "true")).exit_code == 0
+        assert went_to_control_plane(recorder.take()[0], sid, service)
 
 
 @contextlib.asynccontextmanager

@@ -49,8 +49,9 @@ class Transport:
     VM when its route is known (`routes`, filled from every Browser object read; see `routing.py`):
     to `{base_url}/{tail}?jwt=...`, with no Authorization header. A 401 or 403 from the VM is the jwt
     check refusing the call before anything ran: the route is dropped and the call is sent once more,
-    to the control plane, when its body can be sent again (any body but a streamed upload). This is
-    what the official SDK does, for every method: spawn, exec and stdin included, since a call the VM
+    to the control plane, when its body can be sent again (any body but a streamed upload) and the retry
+    policy allows a second try at all (`NO_RETRY` does not, as the SDK's `max_retries=0` does not). This
+    is what the official SDK does, for every method: spawn, exec and stdin included, since a call the VM
     refused was not executed. After any other failure those three are never sent again (a 5xx or a
     broken connection may come after the program started or the key was typed).
     """
@@ -132,7 +133,7 @@ class Transport:
                 continue
             if response.status_code in ok:
                 return response
-            if self._refused_by_vm(direct, response) and replayable(content):
+            if self._refused_by_vm(direct, response) and replayable(content) and self.config.retry.attempts > 1:
                 direct = None  # once: the control plane's own 401/403 is the caller's answer
                 continue
             error = self._error(response, response.content, method, self._target(path, direct))
@@ -179,7 +180,7 @@ class Transport:
                 body = b""
             finally:
                 await response.aclose()
-            if self._refused_by_vm(direct, response):
+            if self._refused_by_vm(direct, response) and self.config.retry.attempts > 1:
                 direct = None
                 continue
             error = self._error(response, body, method, self._target(path, direct))
