@@ -3,6 +3,7 @@ recording in progress) stops in the background, and its recording is finalised, 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 
@@ -68,3 +69,83 @@ async def test_quit_is_immediate_and_the_service_finalises_the_recording_in_the_
     data = final.read_bytes()
     assert has_box(data, b"ftyp") and has_box(data, b"moov"), "the MP4 was not finalised"
     assert not list(state.rglob(f"{replay_id}.partial.mp4"))
+
+
+def test_a_closed_terminal_stops_the_embedded_service_the_app_started(tmp_path) -> None:
+    """The real `bbrowse` in a real PTY: a hang-up (the terminal window closed) ends the app, and the
+    service it started stops too instead of being left behind."""
+    import fcntl
+    import json
+    import os
+    import pty
+    import select
+    import signal
+    import struct
+    import sys
+    import termios
+    import threading
+
+    state = tmp_path / "state"
+    env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
+    env.pop("KERNEL_API_KEY", None)
+    env.pop("KERNEL_BASE_URL", None)
+    pid, master = pty.fork()
+    if pid == 0:  # the child: the app, as a user starts it, in a 100×30 terminal
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        os.execve(sys.executable, [sys.executable, "-m", "bbrowse"], env)
+    screen = bytearray()
+    threading.Thread(target=_drain, args=(master, screen), daemon=True).start()
+    service_pid = None
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and service_pid is None:
+            try:
+                info = json.loads((state / "serve.json").read_text())
+                service_pid = int(info["pid"]) if b"connected" in screen else None
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.05)
+        assert service_pid is not None, bytes(screen[-2000:])
+        service_exit = os.pidfd_open(service_pid)  # readable when the service has exited
+        try:
+            os.kill(pid, signal.SIGHUP)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFSIGNALED(status) or os.WIFEXITED(status)
+            readable, _, _ = select.select([service_exit], [], [], 60)
+            assert readable or not _alive(service_pid), "the embedded service outlived the app's terminal"
+        finally:
+            os.close(service_exit)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        if service_pid is not None and _alive(service_pid):
+            os.kill(service_pid, signal.SIGKILL)
+        os.close(master)
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    import os
+
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        into += chunk
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (not reaped yet) counts as gone
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

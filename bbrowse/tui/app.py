@@ -485,5 +485,22 @@ def run_app() -> None:
         # possible before Textual takes the terminal over: import the screenshot widget now.
         import bbrowse.tui.widgets.screenshot_view  # noqa: F401
 
-        BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
-                   config_path=config_file(), problems=problems).run()
+        app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
+                         config_path=config_file(), problems=problems)
+        stop_services_on_signals(app)
+        app.run()
+
+
+def stop_services_on_signals(app: BbrowseApp) -> None:
+    """A closed terminal (SIGHUP) or a `kill` (SIGTERM) ends the app as quitting does: the embedded service it
+    started is asked to stop (in the background), then the signal takes its default course."""
+    import os
+    import signal
+
+    def stop_then_die(signum: int, _frame: object) -> None:
+        app._stop_started_services()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, stop_then_die)
