@@ -2,13 +2,14 @@
 
 A headful session's Chromium runs in a window on its own Xvfb screen, larger than the viewport
 (tab strip and toolbar above it). Requests speak viewport pixels, so every pointer position is
-shifted by where the viewport sits on the screen (`viewport_origin`, asked of the browser on each
-action, so a moved or resized window is followed) and shifted back when the pointer is read.
+shifted by where the viewport sits on the screen (`viewport_origin`, asked of the browser again
+after a second, so a moved or resized window is followed) and shifted back when the pointer is read.
 
-An action's steps become one chained xdotool command (`keydown ctrl mousemove 10 97 click 1 keyup
-ctrl`): one process per action keeps a click within a few milliseconds. Typed text is a separate
-`xdotool type` (it takes the rest of the command line), except text with characters no key of
-the keymap types, which the page's CDP input types (see `_type`). If the command fails or the request is
+An action's steps become one chained xdotool command line (`keydown ctrl mousemove 10 97 click 1
+keyup ctrl`) written to a long-lived `xdotool -` of the session (see `_script`): no process start
+per action, so a click costs well under a millisecond of xdotool's time. Typed text becomes key
+presses of its characters' keysyms on the same line, except text with characters no key of the
+keymap types, which the page's CDP input types (see `_type`). If the command fails or the request is
 cancelled, every key and button the action pressed is released again.
 
 The clipboard is X's CLIPBOARD selection, the one Chromium's copy and paste use: `xclip -o` reads
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 
 from bbrowse.service.computer_keys import CHAR_KEYS
@@ -49,6 +51,8 @@ TOOL_TIMEOUT_SECONDS = 10.0
 #: Milliseconds between the clicks of a multi-click (well inside Chromium's double-click interval).
 CLICK_REPEAT_DELAY_MS = 40
 _XCLIP_READY = b"Waiting for selection requests"
+#: How long the viewport's place on the screen is trusted before the browser is asked again.
+ORIGIN_SECONDS = 1.0
 
 
 def tool_failed(tool: str, detail: str) -> ServiceError:
@@ -73,6 +77,9 @@ class X11Input:
         self.xclip = xclip
         self.cursor_hidden = False
         self._clipboard_owner: asyncio.subprocess.Process | None = None
+        self._scripted: asyncio.subprocess.Process | None = None
+        self._origin_cache: tuple[float, tuple[int, int]] | None = None
+        self._script_lock = asyncio.Lock()
 
     @property
     def env(self) -> dict[str, str]:
@@ -80,14 +87,21 @@ class X11Input:
 
     # input ------------------------------------------------------------------
 
+    async def _viewport_origin(self) -> tuple[int, int]:
+        """Where the viewport starts on the screen, asked of the browser at most every ORIGIN_SECONDS."""
+        now = time.monotonic()
+        if self._origin_cache is None or now - self._origin_cache[0] > ORIGIN_SECONDS:
+            self._origin_cache = (now, await self._origin())
+        return self._origin_cache[1]
+
     async def run(self, steps: list[Step]) -> None:
-        origin = await self._origin() if any(isinstance(s, MoveTo) for s in steps) else (0, 0)
+        origin = await self._viewport_origin() if any(isinstance(s, MoveTo) for s in steps) else (0, 0)
         chain: list[str] = []
         seconds = 0.0
         try:
             for step in steps:
                 if isinstance(step, TypeText):
-                    await self._xdotool(chain, seconds)
+                    await self._script(chain, seconds)
                     chain, seconds = [], 0.0
                     await self._type(step)
                     continue
@@ -96,13 +110,14 @@ class X11Input:
                     seconds += step.seconds
                 elif isinstance(step, Click):
                     seconds += step.count * CLICK_REPEAT_DELAY_MS / 1000
-            await self._xdotool(chain, seconds)
+            await self._script(chain, seconds)
         except BaseException:
             await self._release(steps)
             raise
 
     async def _type(self, step: TypeText) -> None:
-        """Keyboard text through `xdotool type`; text with other characters (é, 日本) through the browser.
+        """Keyboard text as key presses (`key a space B exclam`); text with other characters (é, 日本)
+        through the browser.
 
         xdotool types a character the keymap lacks by remapping a spare key just before pressing it,
         and Chromium often reads the key before it learns of the new mapping: such characters came
@@ -110,9 +125,9 @@ class X11Input:
         of it, so nothing overtakes what X is still delivering).
         """
         if all(char in CHAR_KEYS for char in step.text):
-            delay_ms = max(1, round(step.delay * 1000))
-            await self._xdotool(["type", "--delay", str(delay_ms), "--", step.text],
-                                len(step.text) * (delay_ms + 5) / 1000)
+            delay_ms = round(step.delay * 1000)
+            keysyms = [CHAR_KEYS[char].keysym for char in step.text]
+            await self._script(["key", "--delay", str(delay_ms), *keysyms], len(keysyms) * (delay_ms + 2) / 1000)
         else:
             await self._type_in_page(step.text, step.delay)
 
@@ -130,8 +145,14 @@ class X11Input:
         if isinstance(step, ButtonUp):
             return ["mouseup", str(BUTTON_NUMBERS[step.button])]
         if isinstance(step, Click):
-            return ["click", "--repeat", str(step.count), "--delay", str(CLICK_REPEAT_DELAY_MS),
-                    str(BUTTON_NUMBERS[step.button])]
+            # Press and release, not `click`: that sleeps its --delay (100 ms) after the last click too.
+            button = str(BUTTON_NUMBERS[step.button])
+            args = []
+            for index in range(step.count):
+                if index:
+                    args += ["sleep", f"{CLICK_REPEAT_DELAY_MS / 1000:.3f}"]
+                args += ["mousedown", button, "mouseup", button]
+            return args
         if isinstance(step, Wheel):
             args: list[str] = []
             for ticks, negative, positive in ((step.dy, 4, 5), (step.dx, 6, 7)):
@@ -154,15 +175,7 @@ class X11Input:
                 args += ["keyup", step.key.keysym]
         if args:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._xdotool(args, 0.0))
-
-    async def _xdotool(self, args: list[str], expected_seconds: float) -> str:
-        if not args:
-            return ""
-        out, err, code = await self._exec([self.xdotool, *args], TOOL_TIMEOUT_SECONDS + expected_seconds)
-        if code != 0 or b"No such key name" in err or b"Error" in err:
-            raise tool_failed("xdotool", (err or out).decode(errors="replace").strip()[:300] or f"exit code {code}")
-        return out.decode(errors="replace")
+                await asyncio.shield(self._script(args, 0.0))
 
     async def _exec(self, argv: list[str], timeout: float, stdin: bytes | None = None) -> tuple[bytes, bytes, int]:
         try:
@@ -183,13 +196,67 @@ class X11Input:
         return out, err, process.returncode or 0
 
     async def position(self) -> tuple[int, int]:
-        origin = await self._origin()
-        text = await self._xdotool(["getmouselocation", "--shell"], 0.0)
-        values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-        try:
-            return int(values["X"]) - origin[0], int(values["Y"]) - origin[1]
-        except (KeyError, ValueError):
-            raise tool_failed("xdotool", f"unexpected getmouselocation output {text!r}") from None
+        origin = await self._viewport_origin()
+        x, y = await self._script([], 0.0)
+        return x - origin[0], y - origin[1]
+
+    async def _script(self, args: list[str], expected_seconds: float) -> tuple[int, int]:
+        """Run a command chain in the session's long-lived `xdotool -`; where the pointer is afterwards.
+
+        Starting xdotool costs tens of milliseconds (much more on a busy machine); a line written to
+        one that is already running costs a tenth of one. Each line ends with `getmouselocation
+        --shell`, whose answer tells that the whole line was carried out; anything xdotool prints
+        before it is a complaint, reported as the failure.
+        """
+        async with self._script_lock:
+            process = await self._script_process()
+            assert process.stdin is not None and process.stdout is not None
+            line = " ".join([*args, "getmouselocation", "--shell"]) + "\n"
+            complaints: list[str] = []
+            values: dict[str, str] = {}
+            try:
+                process.stdin.write(line.encode())
+                await process.stdin.drain()
+                async with asyncio.timeout(TOOL_TIMEOUT_SECONDS + expected_seconds):
+                    while "WINDOW" not in values:
+                        raw = await process.stdout.readline()
+                        if not raw:
+                            raise tool_failed("xdotool", "; ".join(complaints) or "it exited")
+                        text = raw.decode(errors="replace").strip()
+                        key, sep, value = text.partition("=")
+                        if sep and key in ("X", "Y", "SCREEN", "WINDOW"):
+                            values[key] = value
+                        elif text:
+                            complaints.append(text)
+            except BaseException:
+                await self._stop_script()  # its state is unknown now: the next call starts a fresh one
+                raise
+            if complaints:
+                raise tool_failed("xdotool", "; ".join(complaints)[:300])
+            try:
+                return int(values["X"]), int(values["Y"])
+            except (KeyError, ValueError):
+                raise tool_failed("xdotool", f"unexpected getmouselocation output {values!r}") from None
+
+    async def _script_process(self) -> asyncio.subprocess.Process:
+        if self._scripted is None or self._scripted.returncode is not None:
+            try:
+                self._scripted = await asyncio.create_subprocess_exec(
+                    self.xdotool, "-", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT, env=self.env, start_new_session=True,
+                    preexec_fn=die_with_service,
+                )
+            except OSError as exc:
+                raise tool_failed("xdotool", str(exc)) from None
+        return self._scripted
+
+    async def _stop_script(self) -> None:
+        process, self._scripted = self._scripted, None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(Exception):
+                await process.wait()
 
     # clipboard and cursor ---------------------------------------------------
 
@@ -258,3 +325,4 @@ class X11Input:
 
     async def close(self) -> None:
         await self._stop_clipboard_owner()
+        await self._stop_script()
