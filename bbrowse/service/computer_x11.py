@@ -215,8 +215,11 @@ class X11Input:
             complaints: list[str] = []
             values: dict[str, str] = {}
             try:
-                process.stdin.write(line.encode())
-                await process.stdin.drain()
+                try:
+                    process.stdin.write(line.encode())
+                    await process.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    raise tool_failed("xdotool", "it exited (was the display restarted?); retry") from None
                 async with asyncio.timeout(TOOL_TIMEOUT_SECONDS + expected_seconds):
                     while "WINDOW" not in values:
                         raw = await process.stdout.readline()
@@ -228,6 +231,10 @@ class X11Input:
                             values[key] = value
                         elif text:
                             complaints.append(text)
+            except TimeoutError:
+                await self._stop_script()
+                limit = TOOL_TIMEOUT_SECONDS + expected_seconds
+                raise tool_failed("xdotool", f"did not finish within {limit:.0f} s") from None
             except BaseException:
                 await self._stop_script()  # its state is unknown now: the next call starts a fresh one
                 raise
