@@ -134,26 +134,28 @@ class ComputerManager:
         """Check one action, then run it."""
         self.check(session, body, "")
         state = self._input(session)
-        async with state.lock:
-            backend = await self._backend(session, state)
-            await self._run(backend, body)
+        with session.in_use():  # a long drag or typing is activity: the session does not time out under it
+            async with state.lock:
+                backend = await self._backend(session, state)
+                await self._run(backend, body)
 
     async def batch(self, session: Session, request: BatchRequest) -> None:
         """Check every action, then run them in order under one hold of the lock; stop at the first failure."""
         for index, action in enumerate(request.actions):
             self.check(session, action.body(), f"actions.{index}.{action.type}.")
         state = self._input(session)
-        async with state.lock:
-            backend = await self._backend(session, state)
-            for index, action in enumerate(request.actions):
-                try:
-                    await self._run(backend, action.body())
-                except ServiceError as exc:
-                    done = f"actions 0-{index - 1} ran" if index else "no action ran"
-                    raise ServiceError(
-                        exc.status, exc.code, f"actions.{index} ({action.type}) failed, {done}: {exc.message}",
-                        exc.details, exc.headers,
-                    ) from None
+        with session.in_use():
+            async with state.lock:
+                backend = await self._backend(session, state)
+                for index, action in enumerate(request.actions):
+                    try:
+                        await self._run(backend, action.body())
+                    except ServiceError as exc:
+                        done = f"actions 0-{index - 1} ran" if index else "no action ran"
+                        raise ServiceError(
+                            exc.status, exc.code, f"actions.{index} ({action.type}) failed, {done}: {exc.message}",
+                            exc.details, exc.headers,
+                        ) from None
 
     async def position(self, session: Session) -> tuple[int, int]:
         state = self._input(session)
