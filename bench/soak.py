@@ -4,7 +4,9 @@ Each cycle, through bbrowse's client: create a session (with its Chromium) -> sp
 type a command into it and wait for its output -> stream a log the command wrote -> every 50th cycle
 record a short replay and download it -> exit the shell -> delete the session. `--workers` cycles run
 at once. The service runs with a short retention (`--keep-for`, 60 s here) so that retention runs
-many times during the soak rather than never.
+many times during the soak rather than never. The measurements are taken at rest: a minute after the
+last cycle, after a retention pass whose clock (`BBROWSE_CLOCK_FILE`) is moved past the age limit and
+the grace of replays just downloaded.
 
 Before (after a warm-up and a retention pass) and after (after a retention pass that follows the
 soak), of the service process: RSS, open descriptors, threads, child processes, zombies; and the state
@@ -41,6 +43,7 @@ from conftest import ServiceHandle, start_service, stop_service  # noqa: E402
 
 from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
 from bbrowse.limits import format_size, parse_duration, tree_size  # noqa: E402
+from bbrowse.service.recorder import IN_USE_GRACE_SECONDS  # noqa: E402
 from bbrowse.wire import ProcessExitEvent, ProcessOutputEvent  # noqa: E402
 
 REPLAY_EVERY = 50
@@ -149,24 +152,30 @@ class Soak:
         await asyncio.gather(*(worker() for _ in range(self.workers)))
 
 
-def retention_pass(handle: ServiceHandle, timeout: float = 120) -> None:
-    """SIGUSR1 runs a pass; wait for its line in the service log."""
+def retention_pass(handle: ServiceHandle, clock: Path, ahead: float, timeout: float = 120) -> None:
+    """SIGUSR1 runs a pass, with retention's clock `ahead` seconds in the future; wait for its line in the log."""
     log = handle.state_dir / "service" / "logs" / "bbrowse.log"
     before = log.read_text().count("retention pass ")
-    os.kill(handle.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.read_text().count("retention pass ") > before:
-            return
-        time.sleep(0.2)
-    raise RuntimeError("no retention pass")
+    clock.write_text(str(time.time() + ahead))
+    try:
+        os.kill(handle.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if log.read_text().count("retention pass ") > before:
+                return
+            time.sleep(0.2)
+        raise RuntimeError("no retention pass")
+    finally:
+        clock.unlink()
 
 
-async def settle(handle: ServiceHandle, keep: float) -> Snapshot:
-    """Let everything ended age past the retention limit (and exited processes past their retention), then a pass."""
+async def settle(handle: ServiceHandle, clock: Path, keep: float) -> Snapshot:
+    """Measure at rest: exited processes past their retention (a minute of real time), then a retention pass
+    with its clock moved past `--keep-for` and the 5-minute grace of replays just downloaded (so what is
+    kept is only what retention must keep), then the clock back to real time."""
     await close_shared_clients()
-    await asyncio.sleep(max(keep, 60) + 5)
-    retention_pass(handle)
+    await asyncio.sleep(65)
+    retention_pass(handle, clock=clock, ahead=keep + IN_USE_GRACE_SECONDS + 60)
     return snapshot(handle)
 
 
@@ -177,21 +186,23 @@ def within(before: float, after: float) -> bool:
 async def main_async(args) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bbrowse-soak-"))
     keep = parse_duration(args.keep_for)
+    clock = workdir / "retention-clock"  # absent: real time (see `retention.file_clock`)
     handle = start_service(workdir / "state", extra_env={"BBROWSE_KEEP_FOR": args.keep_for,
-                                                         "BBROWSE_MAX_STATE_SIZE": args.max_state_size})
+                                                         "BBROWSE_MAX_STATE_SIZE": args.max_state_size,
+                                                         "BBROWSE_CLOCK_FILE": str(clock)})
     orphans: list[int] = []
     try:
         soak = Soak(handle, args.workers)
         print(f"state in {handle.state_dir}; warm-up: {args.warmup} cycles; load average {os.getloadavg()[0]:.2f}",
               flush=True)
         await soak.run(0, args.warmup, progress=False)
-        before = await settle(handle, keep)
+        before = await settle(handle, clock, keep)
         print(f"soak: {args.cycles} cycles, {args.workers} at a time", flush=True)
         started = time.monotonic()
         await soak.run(args.warmup, args.cycles)
         elapsed = time.monotonic() - started
         peak_load = os.getloadavg()[0]
-        after = await settle(handle, keep)
+        after = await settle(handle, clock, keep)
         descendants = psutil.Process(handle.pid).children(recursive=True)
         logs = sorted((handle.state_dir / "service" / "logs").glob("bbrowse.log*"))
         removed = sum(path.read_text().count("retention: removed") for path in logs)
