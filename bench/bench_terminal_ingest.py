@@ -241,17 +241,20 @@ async def widget_flood(data: bytes, repeat: int) -> dict[str, float]:
 
         typing = asyncio.create_task(typist())
         started = time.perf_counter()
+        cpu_started = time.process_time()
         for _ in range(repeat):
             for start in range(0, len(data), CHUNK):
                 await view.write(data[start : start + CHUNK])
                 await asyncio.sleep(0)
         await view.wait_drained()
         seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
         done.set()
         await typing
     latencies.sort()
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "p50": latencies[len(latencies) // 2],
         "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "max": latencies[-1],
@@ -311,14 +314,16 @@ def main() -> None:
             figures = asyncio.run(widget_flood(yes, repeat))
             total = repeat * len(yes)
             print(f"\nflood through TerminalView (headless app, 60 frames/s): `yes`, {total / MB:.0f} MB")
-            print(f"  drained and drawn in {figures['seconds']:.1f} s ({rate(total, figures['seconds']):.1f} MB/s)")
+            print(f"  drained and drawn in {figures['seconds']:.2f} s ({rate(total, figures['seconds']):.1f} MB/s), "
+                  f"CPU {figures['cpu']:.2f} s")
             print(f"  key -> send_input during the flood: p50 {figures['p50'] * 1000:.1f} ms, "
                   f"p99 {figures['p99'] * 1000:.1f} ms, max {figures['max'] * 1000:.1f} ms ({figures['keys']} keys)")
             plain = plain_text(int(args.flood_mb * MB / 2))
             figures = asyncio.run(widget_flood(plain, 1))
             print(f"flood through TerminalView: `cat` of {len(plain) / MB:.0f} MB of plain lines")
             seconds = figures["seconds"]
-            print(f"  drained and drawn in {seconds:.1f} s ({rate(len(plain), seconds):.1f} MB/s)")
+            print(f"  drained and drawn in {seconds:.2f} s ({rate(len(plain), seconds):.1f} MB/s), "
+                  f"CPU {figures['cpu']:.2f} s")
             print(f"  key -> send_input during the flood: p50 {figures['p50'] * 1000:.1f} ms, "
                   f"p99 {figures['p99'] * 1000:.1f} ms, max {figures['max'] * 1000:.1f} ms ({figures['keys']} keys)")
     print(f"\nload average after: {uptime()}")

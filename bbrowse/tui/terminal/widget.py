@@ -59,7 +59,7 @@ SLICE_SECONDS = 0.002
 MIN_SLICE_BYTES = 512
 MAX_SLICE_BYTES = 32 * 1024
 # A backlog bigger than this is checked for a flood that can be skipped, at most this often.
-SKIP_CHECK_BYTES = 256 * 1024
+SKIP_CHECK_BYTES = 64 * 1024
 SKIP_RETRY_SECONDS = 0.05
 # `write()` waits while more than this is queued: back-pressure for the reader.
 HIGH_WATER_BYTES = 4 * 1024 * 1024
@@ -162,7 +162,7 @@ class TerminalView(Widget, can_focus=True):
         self._slice_bytes = 4096
         self._plain_scanned = 0
         self._not_plain_at: int | None = None
-        self._skip_tried = 0.0
+        self._skip_failed = 0.0
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -262,7 +262,7 @@ class TerminalView(Widget, can_focus=True):
 
         The scan for the first non-plain byte is incremental: the backlog only loses bytes at the
         front and gains them at the back, so what was found plain stays plain. A check is tried at
-        most every `SKIP_RETRY_SECONDS` (it asks the core about scroll margins)."""
+        most every `SKIP_RETRY_SECONDS` after one that failed (it asks the core about scroll margins)."""
         backlog = self._backlog
         if self._not_plain_at is None:
             end = flood.first_not_plain(backlog, self._plain_scanned)
@@ -271,13 +271,14 @@ class TerminalView(Widget, can_focus=True):
                 self._not_plain_at = end
         plain_end = self._not_plain_at if self._not_plain_at is not None else self._plain_scanned
         now = time.monotonic()
-        if plain_end < SKIP_CHECK_BYTES or now - self._skip_tried < SKIP_RETRY_SECONDS:
+        if plain_end < SKIP_CHECK_BYTES or now - self._skip_failed < SKIP_RETRY_SECONDS:
             return
-        self._skip_tried = now
         skipped = self.core.skippable_prefix(backlog, plain_end)
         if skipped:
             del backlog[:skipped]
             self._consumed(skipped)
+        else:
+            self._skip_failed = now
 
     def _consumed(self, size: int) -> None:
         """`size` bytes left the front of the backlog: move what the flood scan knows along."""
