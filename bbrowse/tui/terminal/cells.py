@@ -12,14 +12,14 @@ a wide character is one character of the text that takes two cells, an empty cel
 Decoding a row from libghostty's render state is the hot path of drawing, so it works on the row's
 raw cells (one 64-bit word per cell, read in one call) with whole-row integer arithmetic: a row of
 plain text, or of text in a few styles, costs a handful of C-level operations, not a Python loop per
-cell. Only rows with wide characters, grapheme clusters or background-only cells take the per-cell
-path. The bit layout comes from libghostty's type manifest (`ghostty_type_json`), checked at import.
+cell for the text (runs of styles are found with one pass over the ids). Only rows with wide
+characters, grapheme clusters or background-only cells take the per-cell path. The bit layout comes
+from libghostty's type manifest (`ghostty_type_json`), checked at import.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 from pyghostty import ffi, lib
@@ -143,10 +143,10 @@ class _Masks:
         self.codepoint = repeat(_CP_MASK)
         self.style = repeat(_SID_MASK << _SID_SHIFT)
         self.special = repeat(_TAG_MASK << _TAG_SHIFT | _WIDE_MASK << _WIDE_SHIFT)
+        self.high_ids = repeat((_SID_MASK & ~0xFF) << _SID_SHIFT)
 
 
 _masks: dict[int, _Masks] = {}
-_SAME_RUN = re.compile(rb"(.)\1*", re.S)
 # A zero-width joiner ending a cell would join the next cell's character when measured or drawn.
 _JOINERS = "\u200d"
 
@@ -181,20 +181,19 @@ def decode_row(raw: bytes, known: dict[int, Attr], style_of: StyleOf, graphemes:
     if not styles:
         return [(text, DEFAULT_ATTR)]
     ids = (styles >> _SID_SHIFT).to_bytes(cols * 8, "little")
+    # The style id of each cell: its low byte when all ids are below 256, else the 16-bit id.
+    cells = ids[0::8] if not styles & masks.high_ids else memoryview(ids).cast("H")[::4].tolist()
     get = known.get
-    if any(ids[1::8]):  # style ids above 255: compare whole ids
-        values = memoryview(ids).cast("Q").tolist()
-        runs: list[Run] = []
-        start = 0
-        for x in range(1, cols + 1):
-            if x == cols or values[x] != values[start]:
-                sid = values[start]
-                runs.append((text[start:x], get(sid) or style_of(start, sid)))
-                start = x
-        return runs
-    low = ids[0::8]
-    spans = [match.span() for match in _SAME_RUN.finditer(low)]
-    return [(text[start:end], get(low[start]) or style_of(start, low[start])) for start, end in spans]
+    runs: list[Run] = []
+    start = 0
+    current = cells[0]
+    for x, sid in enumerate(cells):
+        if sid != current:
+            runs.append((text[start:x], get(current) or style_of(start, current)))
+            start = x
+            current = sid
+    runs.append((text[start:], get(current) or style_of(start, current)))
+    return runs
 
 
 def _decode_cells(raw: bytes, known: dict[int, Attr], style_of: StyleOf, graphemes: Graphemes) -> list[Run]:
