@@ -215,9 +215,7 @@ def _decode_cells(raw: bytes, known: dict[int, Attr], style_of: StyleOf, graphem
         elif tag == TAG_GRAPHEME:
             char = graphemes(x)
         else:
-            content = (value >> _CP_SHIFT) & ((1 << 24) - 1)
-            bg = content & 0xFF if tag == TAG_BG_PALETTE else RGB_BASE + _rgb_from_content(content)
-            attr = (attr[0], bg, attr[2])
+            attr = (attr[0], background_colour(tag, (value >> _CP_SHIFT) & ((1 << 24) - 1)), attr[2])
             char = " "
         if wide == WIDE_WIDE and x + 1 >= len(values):
             char = " "  # a wide character cut by the right edge
@@ -249,6 +247,16 @@ def _fit(char: str, cells: int) -> str:
     if have < cells:
         return char + " " * (cells - have) if have else " " * cells
     return char[0] if cell_len(char[0]) == cells else " " * cells
+
+
+def cell_parts(word: int) -> tuple[int, int, int]:
+    """(content tag, wide kind, content bits) of one raw cell."""
+    return ((word >> _TAG_SHIFT) & _TAG_MASK, (word >> _WIDE_SHIFT) & _WIDE_MASK, (word >> _CP_SHIFT) & ((1 << 24) - 1))
+
+
+def background_colour(tag: int, content: int) -> int:
+    """The colour of a background-only cell (erased with a background colour set)."""
+    return content & 0xFF if tag == TAG_BG_PALETTE else RGB_BASE + _rgb_from_content(content)
 
 
 def _rgb_from_content(content: int) -> int:

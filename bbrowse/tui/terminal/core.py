@@ -23,7 +23,18 @@ from pyghostty import Terminal, ffi, lib
 from pyghostty._ffi import union_fn
 
 from . import flood
-from .cells import DEFAULT_ATTR, Attr, Run, decode_row, style_attr
+from .cells import (
+    DEFAULT_ATTR,
+    TAG_BG_PALETTE,
+    TAG_BG_RGB,
+    WIDE_SPACER_TAIL,
+    Attr,
+    Run,
+    background_colour,
+    cell_parts,
+    decode_row,
+    style_attr,
+)
 from .images import KittyImages, Placement
 from .keys import KeyEncoder
 
@@ -417,39 +428,21 @@ class TerminalCore:
         ref = self._terminal.ref(x, y)
         raw = ffi.new("GhosttyCell*")
         _check(lib.ghostty_grid_ref_cell(ref, raw), "grid_ref_cell")
-        wide = ffi.new("GhosttyCellWide*")
-        _check(lib.ghostty_cell_get(raw[0], lib.GHOSTTY_CELL_DATA_WIDE, wide), "cell_get wide")
-        if wide[0] == lib.GHOSTTY_CELL_WIDE_SPACER_TAIL:
-            text = ""
-        else:
-            length = ffi.new("size_t*")
-            lib.ghostty_grid_ref_graphemes(ref, ffi.NULL, 0, length)
-            buffer = ffi.new("uint32_t[]", max(1, length[0]))
-            result = lib.ghostty_grid_ref_graphemes(ref, buffer, len(buffer), length)
-            text = "".join(chr(c) for c in buffer[0 : length[0]]) if result == lib.GHOSTTY_SUCCESS else ""
-            text = text or " "
         style = ffi.new("GhosttyStyle*")
         style.size = ffi.sizeof("GhosttyStyle")
         _check(lib.ghostty_grid_ref_style(ref, style), "grid_ref_style")
         attr = style_attr(style)
-        has_bg = ffi.new("uint8_t[4]")
-        content = ffi.new("GhosttyCellContentTag*")
-        lib.ghostty_cell_get(raw[0], lib.GHOSTTY_CELL_DATA_CONTENT_TAG, content)
-        if content[0] in (lib.GHOSTTY_CELL_CONTENT_BG_COLOR_PALETTE, lib.GHOSTTY_CELL_CONTENT_BG_COLOR_RGB):
-            attr = self._background_only(raw[0], content[0], attr, has_bg)
-        return text, attr
-
-    @staticmethod
-    def _background_only(raw, tag: int, attr: Attr, scratch) -> Attr:
-        from .cells import RGB_BASE
-
-        if tag == lib.GHOSTTY_CELL_CONTENT_BG_COLOR_PALETTE:
-            index = ffi.new("GhosttyColorPaletteIndex*")
-            lib.ghostty_cell_get(raw, lib.GHOSTTY_CELL_DATA_COLOR_PALETTE, index)
-            return (attr[0], index[0], attr[2])
-        rgb = ffi.new("GhosttyColorRgb*")
-        lib.ghostty_cell_get(raw, lib.GHOSTTY_CELL_DATA_COLOR_RGB, rgb)
-        return (attr[0], RGB_BASE + (rgb.r << 16 | rgb.g << 8 | rgb.b), attr[2])
+        tag, wide, content = cell_parts(raw[0])
+        if wide == WIDE_SPACER_TAIL:
+            return "", attr
+        if tag in (TAG_BG_PALETTE, TAG_BG_RGB):
+            return " ", (attr[0], background_colour(tag, content), attr[2])
+        length = ffi.new("size_t*")
+        lib.ghostty_grid_ref_graphemes(ref, ffi.NULL, 0, length)
+        buffer = ffi.new("uint32_t[]", max(1, length[0]))
+        if lib.ghostty_grid_ref_graphemes(ref, buffer, len(buffer), length) != lib.GHOSTTY_SUCCESS:
+            return " ", attr
+        return "".join(map(chr, buffer[0 : length[0]])) or " ", attr
 
     # ------------------------------------------------------------------ drawing
 
