@@ -10,8 +10,8 @@ reports, kitty graphics acknowledgements...: `take_replies`, in the order the qu
 Nothing here knows Textual. Rows come out as plain runs of `(text, (fg, bg, flags))` (see
 `cells.py`); the painter turns them into strips.
 
-Scrollback is bounded by bytes, not lines: libghostty's line limit is enforced by counting and costs
-a third of the throughput, while its byte limit only drops whole pages. The byte budget is sized
+Scrollback is bounded by bytes, not lines: libghostty's line limit is enforced by counting and cost
+two thirds of the plain throughput here, while its byte limit only drops whole pages. The byte budget is sized
 from the requested lines and the width, so at least that many lines are kept (a few hundred more,
 page granularity); a resize recomputes it.
 """
@@ -42,7 +42,8 @@ from .keys import KeyEncoder
 # typical terminal font; the half-block drawing shows 1 x 2 of these "pixels" per cell.
 CELL_WIDTH_PX = 8
 CELL_HEIGHT_PX = 16
-# Bytes of scrollback per line per column (8 bytes a cell plus page and style overhead), measured.
+# The scrollback budget per line: 10 bytes a column plus 512 (a cell takes 8 bytes; pages add their
+# style and grapheme tables). Measured to keep at least the requested lines of coloured text.
 _BYTES_PER_CELL = 10
 _BYTES_PER_LINE = 512
 KITTY_IMAGE_STORAGE_BYTES = 64 * 1024 * 1024
