@@ -225,3 +225,11 @@ async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_re
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="esc goes back")
         assert screen is not app.screen
+
+
+def test_a_lone_esc_is_told_from_an_escape_sequence_in_25_ms_not_100() -> None:
+    import textual.constants
+
+    import bbrowse.tui.app  # noqa: F401  (sets the delay when imported, unless ESCDELAY is set)
+
+    assert "ESCDELAY" in __import__("os").environ or textual.constants.ESCAPE_DELAY <= 0.025

@@ -4,8 +4,19 @@ recording in progress) stops in the background, and its recording is finalised, 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
+import os
+import pty
+import select
 import shutil
+import signal
+import struct
+import sys
+import termios
+import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,9 +27,9 @@ from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.screens.quit import QuitScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 
-#: What the app may take from the answer to the quit question to being gone (the terminal restored
+#: What the app may take from the quit key (or the answer to its question) to being gone (the terminal restored
 #: within it). Before, quitting waited for the service and its Chromiums: 2 to 5.5 s.
-QUIT_SECONDS = 1.0
+QUIT_SECONDS = 1.5
 
 
 def has_box(data: bytes, box: bytes) -> bool:
@@ -71,75 +82,112 @@ async def test_quit_is_immediate_and_the_service_finalises_the_recording_in_the_
     assert not list(state.rglob(f"{replay_id}.partial.mp4"))
 
 
-def test_a_closed_terminal_stops_the_embedded_service_the_app_started(tmp_path) -> None:
-    """The real `bbrowse` in a real PTY: a hang-up (the terminal window closed) ends the app, and the
-    service it started stops too instead of being left behind."""
-    import fcntl
-    import json
-    import os
-    import pty
-    import select
-    import signal
-    import struct
-    import sys
-    import termios
-    import threading
+class AppInPty:
+    """The real `bbrowse` (no arguments: the app on the embedded service) in a real 100×30 PTY, as a user
+    starts it; what it writes is collected with the time it arrived."""
 
-    state = tmp_path / "state"
-    env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    env.pop("KERNEL_API_KEY", None)
-    env.pop("KERNEL_BASE_URL", None)
-    pid, master = pty.fork()
-    if pid == 0:  # the child: the app, as a user starts it, in a 100×30 terminal
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        os.execve(sys.executable, [sys.executable, "-m", "bbrowse"], env)
-    screen = bytearray()
-    threading.Thread(target=_drain, args=(master, screen), daemon=True).start()
-    service_pid = None
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and service_pid is None:
+    def __init__(self, state: Path) -> None:
+        env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "TERM": "xterm-256color"}
+        env.pop("KERNEL_API_KEY", None)
+        env.pop("KERNEL_BASE_URL", None)
+        self.state = state
+        self.output = bytearray()
+        self.arrivals: list[tuple[float, int]] = []  # (time, length of output after that read)
+        self.pid, self.master = pty.fork()
+        if self.pid == 0:  # the child
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+            os.execve(sys.executable, [sys.executable, "-m", "bbrowse"], env)
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.service_pid: int | None = None
+
+    def _drain(self) -> None:
+        while True:
             try:
-                info = json.loads((state / "serve.json").read_text())
-                service_pid = int(info["pid"]) if b"connected" in screen else None
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.output += chunk
+            self.arrivals.append((time.monotonic(), len(self.output)))
+
+    def wait_connected(self) -> int:
+        """Wait (bounded) for the service to run and the app to show it; the service's pid."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                info = json.loads((self.state / "serve.json").read_text())
+                if b"connected" in self.output:
+                    self.service_pid = int(info["pid"])
+                    return self.service_pid
             except (OSError, ValueError, KeyError):
                 pass
             time.sleep(0.05)
-        assert service_pid is not None, bytes(screen[-2000:])
-        service_exit = os.pidfd_open(service_pid)  # readable when the service has exited
-        try:
-            os.kill(pid, signal.SIGHUP)
-            _, status = os.waitpid(pid, 0)
-            assert os.WIFSIGNALED(status) or os.WIFEXITED(status)
-            readable, _, _ = select.select([service_exit], [], [], 60)
-            assert readable or not _alive(service_pid), "the embedded service outlived the app's terminal"
-        finally:
-            os.close(service_exit)
-    finally:
+        raise AssertionError(bytes(self.output[-2000:]))
+
+    def when(self, needle: bytes, after: int) -> float | None:
+        """When `needle` arrived in the output past offset `after`."""
+        found = self.output.find(needle, after)
+        if found < 0:
+            return None
+        return next(at for at, length in self.arrivals if length >= found + len(needle))
+
+    def close(self) -> None:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        if service_pid is not None and _alive(service_pid):
-            os.kill(service_pid, signal.SIGKILL)
-        os.close(master)
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        if self.service_pid is not None and _alive(self.service_pid):
+            os.kill(self.service_pid, signal.SIGKILL)
+        os.close(self.master)
 
 
-def _drain(fd: int, into: bytearray) -> None:
-    import os
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Wait for any process (not only a child) to end, on its pidfd: no polling."""
+    if not _alive(pid):
+        return True
+    handle = os.pidfd_open(pid)
+    try:
+        readable, _, _ = select.select([handle], [], [], timeout)
+        return bool(readable) or not _alive(pid)
+    finally:
+        os.close(handle)
 
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            return
-        if not chunk:
-            return
-        into += chunk
+
+def test_ctrl_q_gives_the_terminal_back_at_once_and_the_service_stops_after(tmp_path) -> None:
+    app = AppInPty(tmp_path / "state")
+    try:
+        service_pid = app.wait_connected()
+        mark = len(app.output)
+        pressed = time.monotonic()
+        os.write(app.master, b"\x11")  # ctrl+q; no session, so no question
+        _, status = os.waitpid(app.pid, 0)
+        exited = time.monotonic()
+        restored = app.when(b"\x1b[?1049l", mark)  # the alternate screen left: the user's screen is back
+        assert restored is not None, bytes(app.output[mark:])
+        print(f"ctrl+q: screen restored after {(restored - pressed) * 1000:.0f} ms, "
+              f"process gone after {(exited - pressed) * 1000:.0f} ms")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert restored - pressed < QUIT_SECONDS and exited - pressed < QUIT_SECONDS
+        assert wait_exit(service_pid, 60), "the embedded service did not stop"
+    finally:
+        app.close()
+
+
+def test_a_closed_terminal_stops_the_embedded_service_the_app_started(tmp_path) -> None:
+    """A hang-up (the terminal window closed) ends the app, and the service it started stops too instead
+    of being left behind."""
+    app = AppInPty(tmp_path / "state")
+    try:
+        service_pid = app.wait_connected()
+        os.kill(app.pid, signal.SIGHUP)
+        _, status = os.waitpid(app.pid, 0)
+        assert os.WIFSIGNALED(status) or os.WIFEXITED(status)
+        assert wait_exit(service_pid, 60), "the embedded service outlived the app's terminal"
+    finally:
+        app.close()
 
 
 def _alive(pid: int) -> bool:
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import textual.constants
 import textual.screen
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -45,6 +47,14 @@ from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
 #: faster screen timer only cuts latency: it costs nothing while nothing is dirty.
 SCREEN_UPDATE_SECONDS = 1 / 240
 textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_SECONDS)
+
+#: Textual holds a lone Esc this long to tell it from the first byte of an escape sequence (ncurses'
+#: `ESCDELAY`). Its default, 100 ms, was most of what a vim user waited on every Esc in the shell pane;
+#: a terminal writes a sequence in one go, so 25 ms (vim's own `ttimeoutlen`) tells them apart. A
+#: user's `ESCDELAY` (in ms, as for ncurses programs) still wins.
+ESCAPE_DELAY_SECONDS = 0.025
+if "ESCDELAY" not in os.environ:
+    textual.constants.ESCAPE_DELAY = ESCAPE_DELAY_SECONDS
 
 
 def describe_error(error: BaseException) -> str:
@@ -124,11 +134,13 @@ class BbrowseApp(App):
         user_themes: Path | None = None,
         config_path: Path | None = None,
         problems: Sequence[str] = (),
+        driver_class: type | None = None,
     ) -> None:
         """`settings`: what is in effect (default: the built-in defaults with the environment applied, no
         file). `user_themes`: a directory of the user's theme files. `config_path`: where a theme picked
-        in the palette is saved (None: not saved). `problems`: lines to show as notifications at start."""
-        super().__init__()
+        in the palette is saved (None: not saved). `problems`: lines to show as notifications at start.
+        `driver_class`: the terminal driver (`run_app` gives the quick-exit one)."""
+        super().__init__(driver_class=driver_class)
         self.settings = settings if settings is not None else defaults()
         self.target = target
         self._resolve = resolve or (lambda: target_for(self.settings.active_profile))
@@ -383,7 +395,10 @@ class BbrowseApp(App):
         """Active sessions of `services` (a service that does not answer in time counts none)."""
 
         async def count(service: EmbeddedService) -> int:
-            client = BrowserClient(config=ClientConfig(base_url=service.url, token=service.token))
+            current = self.target is not None and self.target.embedded is service and self.client is not None
+            # the app's own client when it is that service: its connection is open already
+            client = self.client if current else BrowserClient(config=ClientConfig(base_url=service.url,
+                                                                                    token=service.token))
             return len([b async for b in client.sessions.list(page_size=100)])
 
         total = 0
@@ -414,6 +429,12 @@ class BbrowseApp(App):
             self.exit()
 
         self.push_screen(QuitScreen(sessions, ", ".join(service.url for service in services)), chosen)
+
+    def exit(self, *args, **kwargs) -> None:
+        """Quit: the quick-exit driver then restores the terminal without waiting for its input thread."""
+        if self._driver is not None and hasattr(self._driver, "quitting"):
+            self._driver.quitting = True
+        super().exit(*args, **kwargs)
 
     def _stop_started_services(self) -> None:
         """Ask every embedded service this app started to stop, without waiting: it finishes in the background
@@ -486,15 +507,44 @@ def run_app() -> None:
         import bbrowse.tui.widgets.screenshot_view  # noqa: F401
 
         app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
-                         config_path=config_file(), problems=problems)
+                         config_path=config_file(), problems=problems, driver_class=driver_class())
         stop_services_on_signals(app)
         app.run()
+        leave_at_once(app)  # inside the `with`: a service still being started is not waited for either
+
+
+def driver_class():
+    """The quick-exit driver on Linux terminals; Textual's own choice elsewhere."""
+    import sys
+
+    if sys.platform.startswith("linux"):
+        from bbrowse.tui.driver import QuickExitDriver
+
+        return QuickExitDriver
+    return None
+
+
+def leave_at_once(app: BbrowseApp) -> None:
+    """The terminal is the user's again: end the process now. The interpreter's own teardown of the app's
+    objects (finalizers, garbage collection, joining Textual's input thread) took 0.5–0.8 s before the
+    shell prompt came back. What must happen still does: the embedded service is asked to stop, logs and
+    output are flushed."""
+    import logging
+    import sys
+
+    app._stop_started_services()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            continue
+    os._exit(app.return_code or 0)
 
 
 def stop_services_on_signals(app: BbrowseApp) -> None:
     """A closed terminal (SIGHUP) or a `kill` (SIGTERM) ends the app as quitting does: the embedded service it
     started is asked to stop (in the background), then the signal takes its default course."""
-    import os
     import signal
 
     def stop_then_die(signum: int, _frame: object) -> None:
