@@ -14,7 +14,7 @@ must not be able to make the app read local files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PIL import Image
 from pyghostty import ffi, lib
@@ -34,7 +34,7 @@ class Placement:
     origin may be above or left of the view when the image is partly scrolled away)."""
 
     key: tuple[int, ...]  # changes whenever the pixels or the geometry change
-    picture: Image.Image
+    picture: Image.Image = field(compare=False)  # compared through `key` (pixels are not compared)
     col: int
     row: int
     cols: int
