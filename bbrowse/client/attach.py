@@ -14,7 +14,9 @@ asked for by us) raises `IncompleteStream`; an abnormal close raises `Connection
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,7 +31,10 @@ from bbrowse.wire import AttachExit, AttachResize
 #: Largest single frame accepted from the service (PTY output comes in far smaller pieces).
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: Frames received but not yet read before the connection stops reading the socket (back-pressure).
-RECEIVE_QUEUE_FRAMES = 64
+RECEIVE_QUEUE_FRAMES = 16
+#: The socket's receive buffer (no autotuning to megabytes): what a flood can have in flight on this
+#: side, all of which must be read before output typed after a ctrl-c shows. Ample for full speed.
+RECEIVE_BUFFER_BYTES = 256 * 1024
 
 
 class AttachSession:
@@ -95,6 +100,10 @@ class AttachSession:
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
                 raise ConnectionLost(f"attach {self.url}: {exc or type(exc).__name__}") from exc
             break
+        sock = self._ws.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         if self._initial_size:
             await self.resize(*self._initial_size)
         return self

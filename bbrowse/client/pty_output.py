@@ -55,6 +55,8 @@ STREAM = "stream"
 RECONNECT_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 #: How long the nudged size stays before the real one is restored, unless output comes sooner.
 NUDGE_SECONDS = 0.2
+#: The longest the output loop runs before letting other tasks (keys, drawing) have the event loop.
+TURN_SECONDS = 0.002
 
 Output = Callable[[bytes], Awaitable[object] | None]
 
@@ -189,8 +191,15 @@ class PtyOutput:
         try:
             frames = aiter(term)
             if not self.reconnects or await self._filter_backlog(frames):
+                turn = time.perf_counter()
                 async for data in frames:
                     await self._deliver(data)
+                    # Frames already queued are read without suspending: under a flood this loop would
+                    # keep the event loop from keys and drawing. Let them run every few milliseconds.
+                    now = time.perf_counter()
+                    if now - turn > TURN_SECONDS:
+                        await asyncio.sleep(0)
+                        turn = time.perf_counter()
         finally:
             if nudge is not None:
                 nudge.cancel()
