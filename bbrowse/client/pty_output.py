@@ -92,6 +92,8 @@ class PtyOutput:
         self.path: str | None = None
         #: How many times the connection was opened again after a drop.
         self.reconnects = 0
+        #: Why attach was refused, when the output comes from the stream (a 409 Conflict, say).
+        self.refusal: BaseException | None = None
 
     @property
     def connection(self) -> AttachSession | None:
@@ -134,7 +136,7 @@ class PtyOutput:
         try:
             return await self._run_attach()
         except _RefusedError as refused:
-            self._on_error(refused.error)
+            self.refusal = refused.error
             return await self._run_stream()
         finally:
             self._term = None
