@@ -55,6 +55,8 @@ STREAM = "stream"
 RECONNECT_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 #: How long the nudged size stays before the real one is restored, unless output comes sooner.
 NUDGE_SECONDS = 0.2
+#: A connection that lived this long before dropping is reopened at once; a shorter one counts as failing.
+STABLE_SECONDS = 2.0
 #: The longest the output loop runs before letting other tasks (keys, drawing) have the event loop.
 TURN_SECONDS = 0.002
 
@@ -167,7 +169,8 @@ class PtyOutput:
             except ConnectionLost as error:
                 failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
                 continue
-            failures, failing_since = 0, None
+            failing_since = None
+            opened = time.monotonic()
             try:
                 code = await self._pump_attach(term)
             except (ConnectionLost, IncompleteStream, ProtocolError) as error:
@@ -176,6 +179,8 @@ class PtyOutput:
                 if exited is not _RUNNING:
                     return exited  # type: ignore[return-value]
                 self.reconnects += 1
+                if time.monotonic() - opened > STABLE_SECONDS:
+                    failures = 0  # a connection that held a while: reconnect at once; one that flaps backs off
                 failures, failing_since = await self._wait_to_retry(None, failures, failing_since)
                 continue
             finally:
