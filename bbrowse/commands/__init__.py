@@ -4,8 +4,17 @@ Each command parses its arguments with click and hands its async work to `runner
 the service, runs the work and turns failures into one-line errors. `output` formats what they print.
 """
 
+from bbrowse.commands.computer import click_command, key_command, scroll_command, type_command
 from bbrowse.commands.exec import exec_command
 from bbrowse.commands.files import cat_command, ls_command
+from bbrowse.commands.fs_write import (
+    chmod_command,
+    mkdir_command,
+    mv_command,
+    put_command,
+    rm_file_command,
+    zip_command,
+)
 from bbrowse.commands.info import info_command
 from bbrowse.commands.logs import logs_command
 from bbrowse.commands.replays import replays_group
@@ -24,7 +33,17 @@ COMMANDS = (
     logs_command,
     cat_command,
     ls_command,
+    put_command,
+    rm_file_command,
+    mkdir_command,
+    mv_command,
+    chmod_command,
+    zip_command,
     screenshot_command,
+    click_command,
+    type_command,
+    key_command,
+    scroll_command,
     replays_group,
 )
 

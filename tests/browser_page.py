@@ -1,0 +1,125 @@
+"""A test page in a session's real Chromium, seen and steered through the session's `cdp_ws_url` (no tests here).
+
+The page has a big button that turns from red to green on each click and a text field with a large
+font, so a change shows in a screenshot and in a half-cell picture of it; the page also counts wheel
+events and remembers the last key it saw. Used by the CLI, live-view and benchmark code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+RED, GREEN = (255, 0, 0), (0, 255, 0)
+#: The button, in page pixels (x, y, width, height); its centre is where clicks go.
+BUTTON = (40, 40, 400, 240)
+BUTTON_AT = (BUTTON[0] + BUTTON[2] // 2, BUTTON[1] + BUTTON[3] // 2)
+#: The text field (x, y, width, height): large black text on white.
+FIELD = (40, 340, 800, 160)
+FIELD_AT = (FIELD[0] + FIELD[2] // 2, FIELD[1] + FIELD[3] // 2)
+WAIT_SECONDS = 20
+
+PAGE = f"""<!doctype html><title>bbrowse test page</title>
+<style>
+  html, body {{ margin: 0; background: #fff; }}
+  #tall {{ position: absolute; left: 0; top: 0; width: 10px; height: 5000px; }}
+  #b {{ position: absolute; left: {BUTTON[0]}px; top: {BUTTON[1]}px; width: {BUTTON[2]}px; height: {BUTTON[3]}px;
+       border: 0; background: rgb(255, 0, 0); }}
+  #b.on {{ background: rgb(0, 255, 0); }}
+  #t {{ position: absolute; left: {FIELD[0]}px; top: {FIELD[1]}px; width: {FIELD[2]}px; height: {FIELD[3]}px;
+       font: 120px monospace; color: #000; background: #fff; border: 2px solid #888; padding: 0 8px;
+       caret-color: transparent; outline: none; }}
+</style>
+<div id="tall"></div>
+<button id="b"></button>
+<input id="t" autocomplete="off" spellcheck="false">
+<script>
+  window.clicks = 0; window.wheels = 0; window.lastKey = ""; window.buttons = [];
+  addEventListener("mousedown", (e) => {{ window.buttons.push(e.button); }}, true);
+  addEventListener("contextmenu", (e) => e.preventDefault());
+  document.getElementById("b").addEventListener("click", (e) => {{
+    window.clicks += 1; e.target.classList.toggle("on");
+  }});
+  addEventListener("wheel", () => {{ window.wheels += 1; }}, {{passive: true}});
+  addEventListener("keydown", (e) => {{ window.lastKey = (e.ctrlKey ? "Ctrl+" : "") + e.key; }}, true);
+</script>
+"""
+
+
+def write_page(directory: Path) -> str:
+    """Write the page into `directory` (the local service's sessions read this machine's files); its URL."""
+    page = directory / "bbrowse-test-page.html"
+    page.write_text(PAGE)
+    return page.as_uri()
+
+
+class PageProbe:
+    """The session's page over CDP: navigate, evaluate, wait."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.session_id = ""
+
+    @classmethod
+    async def attach(cls, ws: websockets.ClientConnection) -> PageProbe:
+        probe = cls(ws)
+        targets = (await probe.send("Target.getTargets"))["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        attached = await probe.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})
+        probe.session_id = attached["sessionId"]
+        return probe
+
+    async def send(self, method: str, params: dict | None = None) -> dict:
+        msg_id = next(self.ids)
+        message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        if self.session_id:
+            message["sessionId"] = self.session_id
+        await self.ws.send(json.dumps(message))
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            reply = json.loads(await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.monotonic())))
+            if reply.get("id") == msg_id:
+                assert "error" not in reply, reply
+                return reply["result"]
+
+    async def evaluate(self, expression: str) -> Any:
+        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                      "awaitPromise": True})
+        assert "exceptionDetails" not in result, result
+        return result["result"].get("value")
+
+    async def open(self, url: str) -> None:
+        await self.send("Page.navigate", {"url": url})
+        await self.wait_for(lambda: self.evaluate(
+            f"location.href === {json.dumps(url)} && document.readyState === 'complete' && 'clicks' in window"))
+        await self.evaluate("window.focus(); document.activeElement && document.activeElement.blur(); true")
+
+    async def wait_for(self, probe: Callable[[], Awaitable[Any]], timeout: float = WAIT_SECONDS) -> Any:
+        """Poll the page (bounded) until `probe()` is truthy; its value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = await probe()
+            if value:
+                return value
+            assert time.monotonic() < deadline, "the page did not show the effect in time"
+            await asyncio.sleep(0.05)
+
+    async def button_on(self) -> bool:
+        return bool(await self.evaluate("document.getElementById('b').classList.contains('on')"))
+
+    async def field_value(self) -> str:
+        return await self.evaluate("document.getElementById('t').value")
+
+
+async def open_probe(cdp_ws_url: str) -> tuple[websockets.ClientConnection, PageProbe]:
+    """A CDP connection to the session's browser and a probe on its page (close the connection after)."""
+    ws = await websockets.connect(cdp_ws_url, max_size=None, ping_interval=None)
+    return ws, await PageProbe.attach(ws)
