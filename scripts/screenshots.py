@@ -2,6 +2,8 @@
 driven with Pilot against a real local service with a real session, shell, log, file and browser.
 
     .venv/bin/python scripts/screenshots.py
+
+`BBROWSE_SCREENSHOTS_DIR` writes them elsewhere (to look before replacing the committed ones).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bbrowse.tui.app import BbrowseApp  # noqa: E402
 from bbrowse.tui.screens.session import SessionScreen  # noqa: E402
 from bbrowse.wire import Browser  # noqa: E402
 
-OUT = ROOT / "screenshots"
+OUT = Path(os.environ.get("BBROWSE_SCREENSHOTS_DIR", ROOT / "screenshots"))
 SIZE = (128, 36)
 PAGE = ("data:text/html,<body style='font:40px sans-serif;background:%23204060;color:white'>"
         "<h1>bbrowse</h1><p>a real Chromium, screenshotted over CDP</p></body>")
@@ -54,20 +56,24 @@ async def main() -> None:
             app.save_screenshot(str(OUT / "sessions.svg"))
             app.push_screen(SessionScreen(Browser.model_validate(demo)))
             await settle(pilot, 2.5)
+            await pilot.press("enter")  # a session opens on its tab bar: into the shell
+            await settle(pilot, 0.3)
             colours = "printf '\\e[1;32mgreen \\e[1;31mred \\e[0;4munderlined\\e[0m 日本語\\n'"
             for text in ("ls -la --color=always /etc | head -8", colours):
                 await pilot.press(*[_key(c) for c in text], "enter")
                 await settle(pilot, 1.0)
             app.save_screenshot(str(OUT / "shell.svg"))
-            await pilot.press("escape", "escape")
+            await pilot.press("ctrl+right_square_bracket")  # out of the terminal
             await settle(pilot, 0.6)
             for tab in ("logs", "files", "screenshot", "replays"):
                 app.screen.action_show_tab(tab)
                 await settle(pilot, 3.0)
+                if tab == "files":  # a system directory, not the session's (its path names this machine's temp dir)
+                    await pilot.press("g", "ctrl+u", *[_key(c) for c in "/etc/os-release"], "enter")
+                    await settle(pilot, 2.0)
                 app.save_screenshot(str(OUT / f"{tab}.svg"))
     finally:
         stop_service(service)
-    print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.svg"))))
 
 
 def _key(char: str) -> str:
@@ -78,3 +84,4 @@ def _key(char: str) -> str:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.svg"))))

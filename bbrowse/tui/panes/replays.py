@@ -15,24 +15,29 @@ from bbrowse.client import ClientError
 from bbrowse.tui.format import absolute_time, duration, human_bytes
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.screens.save import SaveScreen
-from bbrowse.tui.widgets.keyed_table import sync_rows
+from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Replay
 
 REFRESH_SECONDS = 2.0
 
 COLUMNS = (("id", "Replay"), ("started", "Started"), ("finished", "Finished"), ("duration", "Duration"),
            ("state", "State"))
+#: When the pane is narrow (80 columns): the finish time gives way first, then the id (a long UUID whose
+#: start tells replays apart) and the start; the duration and the state keep their width longest.
+FITS = (ColumnFit("finished", 0, 8), ColumnFit("id", 1, 13), ColumnFit("started", 2, 8),
+        ColumnFit("duration", 3, 5), ColumnFit("state", 4, 11))
 
 
 def replay_cells(replay: Replay) -> dict[str, str | Text]:
     recording = replay.finished_at is None
-    return {
+    cells = {
         "id": Text(replay.replay_id),
         "started": absolute_time(replay.started_at),
         "finished": absolute_time(replay.finished_at) if not recording else "—",
         "duration": duration(replay.started_at, replay.finished_at),
         "state": Text("● recording", style="red bold") if recording else Text("finished", style="green"),
     }
+    return {key: ellipsized(value) for key, value in cells.items()}
 
 
 class ReplaysPane(Vertical):
@@ -64,6 +69,9 @@ class ReplaysPane(Vertical):
             yield Static("", id="replays-progress-label", markup=False)
             yield ProgressBar(id="replays-progress-bar", show_eta=False)
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(lambda: fit_columns(self.query_one(DataTable), FITS))
+
     def focus_default(self) -> None:
         """Called when the tab is shown: the table takes the keyboard so r/s/c work at once."""
         self.query_one(DataTable).focus()
@@ -85,6 +93,7 @@ class ReplaysPane(Vertical):
         self._replays = {r.replay_id: r for r in replays}
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
+        fit_columns(table, FITS)
         hint = self.query_one("#replays-hint", Static)
         if not replays:
             hint.update("No recordings yet. Press r to start recording this session's browser.")

@@ -28,11 +28,6 @@ class SaveScreen(ModalScreen[Path | None]):
         Binding("escape", "cancel", "Cancel", id="save.cancel"),
         Binding("ctrl+s", "submit", "Save", id="save.submit"),
     ]
-    DEFAULT_CSS = """
-    SaveScreen .dialog { width: 90; max-width: 100%; }
-    SaveScreen #save-note { color: $text-muted; height: auto; }
-    SaveScreen #save-error { color: $error; height: auto; }
-    """
 
     def __init__(self, title: str, default_name: str, *, what: str = "") -> None:
         """`title`: e.g. "Save log"; `default_name`: the proposed file name; `what`: a line about the content."""
@@ -59,7 +54,7 @@ class SaveScreen(ModalScreen[Path | None]):
     def on_mount(self) -> None:
         field = self.query_one("#save-path", Input)
         field.focus()
-        field.cursor_position = len(field.value)
+        self.call_after_refresh(field.action_end)  # the name, at the end of the path, in view
 
     @on(Input.Submitted, "#save-path")
     @on(Button.Pressed, "#save-ok")

@@ -53,7 +53,8 @@ class SessionScreen(BbrowseScreen):
         Binding("escape", "back", "Back", id="session.back"),
         Binding("enter", "enter_pane", "Into tab", id="session.enter"),
         *(
-            Binding(f"alt+{number},{number}", f"show_tab('{tab_id}')", label, id=f"session.tab_{tab_id}", show=False)
+            Binding(f"alt+{number},{number}", f"show_tab('{tab_id}')", f"{label} tab", id=f"session.tab_{tab_id}",
+                    show=False)
             for number, (tab_id, label, _) in enumerate(TABS, start=1)
         ),
     ]

@@ -64,7 +64,11 @@ def fit_columns(table: DataTable, fits: Sequence[ColumnFit]) -> None:
         give = min(excess, max(0, widths[fit.key] - fit.min_width))
         widths[fit.key] -= give
         excess -= give
-    changed = False
+    # A row drawn before the table measured new content is cached at the old widths (cropped, or cut
+    # with an ellipsis): when the measured widths moved since the last fit, draw every row again.
+    measured = tuple(sorted(natural.items()))
+    changed = getattr(table, "_fitted_content_widths", None) not in (None, measured)
+    table._fitted_content_widths = measured
     for key, width in widths.items():
         column = columns[key]
         auto = width >= natural[key]
