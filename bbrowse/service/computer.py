@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bbrowse.service import computer_motion as motion
-from bbrowse.service.browsers import BrowserManager, ChromiumBrowser
+from bbrowse.service.browsers import BrowserManager
 from bbrowse.service.cdp import CDPClosedError, CDPError
+from bbrowse.service.chromium import ChromiumBrowser
 from bbrowse.service.computer_cdp import CDPInput
 from bbrowse.service.computer_keys import Key, parse_combo, parse_hold_keys, parse_keys, require_headless_support
 from bbrowse.service.computer_steps import (

@@ -38,11 +38,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bbrowse.service.browsers import BrowserManager, ChromiumBrowser, SupervisorLog, append_fd
+from bbrowse.service.browsers import BrowserManager
 from bbrowse.service.cdp import CDPClosedError, CDPError
+from bbrowse.service.child_process import append_fd
+from bbrowse.service.chromium import ChromiumBrowser
 from bbrowse.service.errors import ServiceError, browser_unavailable, conflict, not_found
 from bbrowse.service.lifetime import watch_child
 from bbrowse.service.sessions import Session
+from bbrowse.service.supervisor import SupervisorLog
 from bbrowse.wire import ReplayStartRequest
 
 log = logging.getLogger("bbrowse.recorder")

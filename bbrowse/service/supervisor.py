@@ -10,7 +10,9 @@ directory keeps this registry free of knowledge about the programs themselves.
 from __future__ import annotations
 
 import contextlib
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 from bbrowse.service.errors import not_found
 from bbrowse.service.sessions import Session
@@ -48,3 +50,25 @@ def supervisor_log_path(session: Session, service_log: Path, name: str) -> Path:
     if name not in offered:
         raise not_found(f"no supervised program named {name!r} in this session (available: {', '.join(offered)})")
     return session.supervisor_log(name)
+
+
+class SupervisorLog:
+    """A supervised log being written (`chromium`, `recorder`): the program's own lines and the service's notes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = open(path, "ab", buffering=0)
+
+    def note(self, text: str) -> None:
+        self.write(f"{_stamp()} bbrowse: {text}\n".encode())
+
+    def write(self, data: bytes) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._file.write(data)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

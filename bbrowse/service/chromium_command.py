@@ -1,0 +1,80 @@
+"""Which Chromium binary a session runs, and with which command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from bbrowse.service.sessions import Session
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+INSTALL_HINT = (
+    "install Chromium (e.g. `sudo apt-get install chromium`, or Google Chrome) "
+    "or point `bbrowse serve --chromium PATH` (BBROWSE_CHROMIUM) at one"
+)
+
+
+def find_chromium(configured: str | None) -> str | None:
+    """The Chromium binary to use: the configured one if it exists, else the first known name on PATH."""
+    if configured:
+        found = shutil.which(configured)
+        return found if found and os.access(found, os.X_OK) else None
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def missing_chromium_message(configured: str | None) -> str:
+    """Why a session has no browser: the configured binary is missing, or none is installed."""
+    if configured:
+        return f"Chromium not found at {configured!r}: {INSTALL_HINT}"
+    return f"Chromium is not installed on this machine: {INSTALL_HINT}"
+
+
+def chromium_args(session: Session, profile_dir: Path) -> list[str]:
+    """Chromium's command line for `session`: DevTools on a pipe, quiet on a closed network, its viewport."""
+    viewport = session.viewport
+    args = [
+        f"--user-data-dir={profile_dir}",
+        # DevTools on fds 3 and 4 only (see cdp.PipeEnds): no TCP port anyone else could connect to.
+        "--remote-debugging-pipe",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--disable-gpu",
+        "--disable-breakpad",
+        "--disable-client-side-phishing-detection",
+        "--metrics-recording-only",
+        # Quiet on a closed network, and less startup work (the omnibox popup WebUI costs ~0.4 CPU-s).
+        "--disable-features=Translate,MediaRouter,OptimizationHints,WebUIOmniboxPopup",
+        "--disable-crash-reporter",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        f"--window-size={viewport.width},{viewport.height}",
+        "--window-position=0,0",
+    ]
+    if session.request.headless:
+        args.append("--headless=new")
+    else:
+        args.append("--ozone-platform=x11")
+    if os.geteuid() == 0:
+        # --test-type drops the "unsupported command-line flag" bar, which would shrink the viewport.
+        args += ["--no-sandbox", "--test-type"]
+    if _small_dev_shm():
+        args.append("--disable-dev-shm-usage")
+    args.append("about:blank")
+    return args
+
+
+def _small_dev_shm() -> bool:
+    try:
+        return shutil.disk_usage("/dev/shm").free < 512 * 1024 * 1024
+    except OSError:
+        return True
+
