@@ -17,9 +17,10 @@ instead of a reconnect that can never succeed. After a reattach the PTY size is 
 less, then back) so full-screen programs repaint: Kernel's VM replays nothing. Where the service does
 replay a backlog (`bbrowse serve`), the part already shown is dropped (`BacklogFilter`).
 
-Resizes go over the attach connection as `{"type":"resize"}` text frames while attached (one frame,
-no request: measured 0.10 ms against 0.9 ms for the HTTP call, see bench/bench_keystroke.py), else
-through the `resize` operation. Keystrokes are not this module's business: they go through `stdin`.
+Resizes go over the attach connection as `{"type":"resize"}` text frames while attached (one frame, no
+request: until the program's SIGWINCH handler answered, p50 0.5-0.9 ms against 3.5-7.5 ms for the
+HTTP call on the same loaded machine, bench/bench_keystroke.py), else through the `resize` operation.
+Keystrokes are not this module's business: they go through `stdin`.
 """
 
 from __future__ import annotations
