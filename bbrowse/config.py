@@ -123,8 +123,8 @@ class LogsSettings(_Section):
 
 
 class ScreenshotSettings(_Section):
-    #: Seconds between captures in the live view (the pane's +/- change it within 1..60).
-    interval: int = Field(default=2, ge=1, le=60)
+    #: Seconds between captures in the live view, 0 = continuous (the pane's +/- change it within 0..60).
+    interval: int = Field(default=0, ge=0, le=60)
     #: How images are drawn: auto-detect, kitty graphics (tgp), sixel, half-cell blocks or unicode.
     rendering: Rendering = "auto"
 

@@ -42,7 +42,8 @@ PAGE = f"""<!doctype html><title>bbrowse test page</title>
 <input id="t" autocomplete="off" spellcheck="false">
 <script>
   window.clicks = 0; window.wheels = 0; window.lastKey = ""; window.buttons = [];
-  addEventListener("mousedown", (e) => {{ window.buttons.push(e.button); }}, true);
+  addEventListener("mousedown", (e) => {{ window.buttons.push(e.button); window.downAt = [e.clientX, e.clientY]; }},
+                   true);
   addEventListener("contextmenu", (e) => e.preventDefault());
   document.getElementById("b").addEventListener("click", (e) => {{
     window.clicks += 1; e.target.classList.toggle("on");

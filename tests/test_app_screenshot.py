@@ -83,26 +83,27 @@ async def test_capture_shows_the_image_live_view_region_and_save(
         assert f"{width}×{height} px" in status(pane)
         assert "captured " in status(pane) and "paused" in status(pane)
 
-        # drawn inline, scaled into the pane with the PNG's aspect ratio
-        drawn = pane.view.query_one(".inline-image")
-        assert type(drawn).__name__ == "HalfcellImage"
-        await wait_for(pilot, lambda: drawn.size.width > 0, what="image laid out")
-        cells = drawn.size
-        assert 0 < cells.width <= pane.view.size.width and 0 < cells.height <= pane.view.size.height
-        assert abs((cells.width * 10) / (cells.height * 20) - width / height) < 0.1
-        assert cells.width == pane.view.size.width or cells.height == pane.view.size.height  # fills one side
+        # drawn inline with half blocks, scaled into the pane with the PNG's aspect ratio
+        assert type(pane.view.query_one(".inline-image")).__name__ == "HalfcellCanvas"
+        await wait_for(pilot, lambda: pane.view.geometry is not None, what="image laid out")
+        cells = pane.view.geometry
+        assert 0 < cells.columns <= pane.view.size.width and 0 < cells.rows <= pane.view.size.height
+        assert abs((cells.columns * 10) / (cells.rows * 20) - width / height) < 0.1
+        assert cells.columns == pane.view.size.width or cells.rows == pane.view.size.height  # fills one side
 
-        # live view: captures again on its own, then pauses
+        # live view: continuous by default, captures again on its own, then pauses
         first = pane.captured_at
-        await pilot.press("minus")  # every 1 s
-        assert "every 1s" in status(pane)
+        assert "continuous" in status(pane)
         await pilot.press("a")
         assert "● live" in status(pane)
         await wait_for(pilot, lambda: pane.captured_at is not None and pane.captured_at > first, timeout=20)
+        await wait_for(pilot, lambda: " fps" in status(pane) and "capture " in status(pane), timeout=20)
         await pilot.press("a")
         assert "paused" in status(pane)
-        await pilot.press("plus", "plus")
-        assert "every 3s" in status(pane)
+        await pilot.press("plus", "plus", "plus", "minus")
+        assert "every 2s" in status(pane)
+        await pilot.press("minus", "minus", "minus")
+        assert "continuous" in status(pane)
 
         # a region gives a picture of that size
         await pilot.press("R", *"0,0,200,100", "enter")

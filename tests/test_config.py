@@ -157,7 +157,7 @@ def test_kernel_api_key_alone_means_kernel_cloud(config_dir, monkeypatch):
         ('\n[profiles.box]\nkind = "remote"\n', r"line 2: profiles\.box: a remote profile needs base_url"),
         ('[profiles.box]\nkind = "remote"\nbase_url = "ftp://x"\n', r"line 3: profiles\.box\.base_url: base URL must"),
         ("[logs]\nbuffer_lines = 10\n", r"line 2: logs\.buffer_lines: Input should be greater than or equal to 100"),
-        ("[screenshot]\ninterval = 0\n", r"line 2: screenshot\.interval"),
+        ("[screenshot]\ninterval = -1\n", r"line 2: screenshot\.interval"),
         ('[shell]\ncommand = "bash"\n', r"line 2: shell\.command"),
         ('colour = "red"\n', r"line 1: colour: Extra inputs are not permitted"),
         ('profile = "nowhere"\n', r"no profile named 'nowhere' \(known: cloud, embedded\)"),

@@ -1,14 +1,24 @@
-"""Screenshots of a session's browser: capture now, a live view refreshed every N seconds, a region, save.
+"""Screenshots of a session's browser: capture now, a live view, interact mode, a region, save.
 
-The picture is drawn inline by textual-image (kitty/sixel where the terminal has them, half-cell
-blocks otherwise), scaled to the pane with its aspect ratio. A failed capture (no Chromium, a crashed
-browser, a region outside the viewport) is shown in the pane with the service's code and message and
-stays there until a capture works, so a live view that stops working says why.
+The live view captures continuously: the next capture starts when the last one is drawn (or, with an
+interval, that many seconds after the last one started), only while the tab is on screen; the status
+line shows frames per second and how long a capture takes. Interact mode (`i`, `esc` leaves) sends the
+mouse and keyboard to the browser: a click on the picture clicks the matching pixel, the wheel
+scrolls, typed text goes through `type` and special keys and chords through `press_key`; a mark
+shows where the browser's mouse is.
+
+The picture is drawn inline (kitty/sixel where the terminal has them through textual-image, half-cell
+blocks otherwise with bbrowse's own fast canvas), scaled to the pane with its aspect ratio. A failed
+capture (no Chromium, a crashed browser, a region outside the viewport) is shown in the pane with the
+service's code and message and stays there until a capture works, so a live view that stops working
+says why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 
@@ -23,14 +33,23 @@ from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, ServiceError
 from bbrowse.tui.app import settings_of
+from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
-DEFAULT_INTERVAL = 2
-MIN_INTERVAL, MAX_INTERVAL = 1, 60
-HINT = "space/c capture · a live on/off · +/- interval · R region · s save PNG"
+#: Seconds between live captures; 0 is continuous (the next starts when the last is drawn).
+DEFAULT_INTERVAL = 0
+MIN_INTERVAL, MAX_INTERVAL = 0, 60
+HINT = "space/c capture · a live on/off · i interact (esc leaves) · +/- interval · R region · s save PNG"
+INTERACT_HINT = "interact: click, wheel and keys go to the browser · esc leaves · ctrl+q quits · alt+1..5 tabs"
+#: After a failed live capture, wait this long before the next (a missing browser is not hammered).
+RETRY_SECONDS = 1.0
+#: While the tab is not on screen the live view idles, looking again this often.
+HIDDEN_POLL_SECONDS = 0.25
+#: Frames per second are counted over this many seconds.
+FPS_WINDOW_SECONDS = 2.0
 
 
 def parse_region(text: str) -> ScreenshotRegion | None:
@@ -77,6 +96,7 @@ class ScreenshotPane(Vertical, can_focus=True):
         Binding("a", "toggle_live", "Live on/off", id="screenshot.live"),
         Binding("plus,equals_sign", "slower", "Interval +", show=False, id="screenshot.slower"),
         Binding("minus", "faster", "Interval −", show=False, id="screenshot.faster"),
+        Binding("i", "interact", "Interact", id="screenshot.interact"),
         Binding("R", "region", "Region", id="screenshot.region"),
         Binding("s", "save", "Save PNG", id="screenshot.save"),
     ]
@@ -119,8 +139,15 @@ class ScreenshotPane(Vertical, can_focus=True):
         self.error: str | None = None
         #: The last file saved (its local path).
         self.last_saved: Path | None = None
+        #: The browser's mouse in screen pixels at the last capture (None: unknown).
+        self.mouse: tuple[int, int] | None = None
+        #: Seconds the last capture took (request to PNG in hand), and when recent frames were drawn.
+        self.capture_seconds: float | None = None
+        self.frame_times: deque[float] = deque(maxlen=240)
+        #: Frames drawn since the pane was made (tests and benchmarks wait on it).
+        self.frames = 0
+        self.remote: RemoteInput | None = None
         self._shown_once = False
-        self._timer = None
 
     def compose(self) -> ComposeResult:
         configured = settings_of(self).screenshot  # [screenshot] interval and rendering
@@ -140,8 +167,11 @@ class ScreenshotPane(Vertical, can_focus=True):
         return self.query_one(ScreenshotView)
 
     def on_mount(self) -> None:
-        self._timer = self.set_interval(self.interval, self._tick, pause=True)
         self._update_status()
+
+    def on_unmount(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
 
     def focus_default(self) -> None:
         """Put the keyboard in the pane: its keys act only when focus is inside it."""
@@ -158,28 +188,63 @@ class ScreenshotPane(Vertical, can_focus=True):
     # capturing ----------------------------------------------------------------
 
     def action_capture(self) -> None:
-        if not self.capturing:
+        if not self.capturing and not self.live:
             self.capturing = True
             self._update_status()
             self._capture()
 
     @work(group="screenshot-capture")
     async def _capture(self) -> None:
+        try:
+            await self._capture_once()
+        finally:
+            self.capturing = False
+            self._update_status()
+
+    async def _capture_once(self) -> bool:
+        """Capture, decode and draw one frame (with the browser's mouse); False when it failed (shown)."""
+        computer = self.app.client.computer
         failure: BaseException | None = None
         prefix = ""
+        started = time.perf_counter()
+        where = asyncio.ensure_future(self._mouse_position())
         try:
-            png = await self.app.client.computer.screenshot(self.session_id, region=self.capture_region)
+            png = await computer.screenshot(self.session_id, region=self.capture_region)
+            self.capture_seconds = time.perf_counter() - started
             image = await asyncio.to_thread(decode_image, png)
         except ClientError as error:
             failure = error
         except Exception as error:  # Pillow: the answer was not an image
             failure, prefix = error, "The service's answer is not an image: "
-        finally:
-            self.capturing = False
+        except BaseException:
+            where.cancel()  # cancelled (live view stopped): the mouse question goes too
+            raise
         if failure is not None:
+            where.cancel()
             self._failed(failure, prefix)
-        else:
-            self.show_png(png, image=image)
+            return False
+        self.mouse = await where
+        self.show_png(png, image=image)
+        await self._drawn()
+        self.frames += 1
+        self.frame_times.append(time.monotonic())
+        self._update_status()
+        return True
+
+    async def _mouse_position(self) -> tuple[int, int] | None:
+        try:
+            return await self.app.client.computer.mouse_position(self.session_id)
+        except ClientError:
+            return None  # an older service, or no pointer yet: no mark
+
+    async def _drawn(self) -> None:
+        """Wait until the screen has been refreshed with what was just shown."""
+        drawn = asyncio.Event()
+        self.call_after_refresh(drawn.set)
+        try:
+            await asyncio.wait_for(drawn.wait(), 5)
+        except TimeoutError:
+            pass  # the app is suspended or closing: carry on, the loop looks again
 
     def show_png(self, png: bytes, *, image: PILImage.Image | None = None, captured_at: datetime | None = None) -> None:
         """Draw a captured PNG (decoding it here when `image` is not given) and clear any shown error."""
@@ -189,8 +254,20 @@ class ScreenshotPane(Vertical, can_focus=True):
         self.error = None
         self.query_one("#shot-error").remove_class("shown")
         self.add_class("-has-image")
-        self.view.show(self.image)
+        self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
+        self.view.show(self.image, self._local_mouse())
         self._update_status()
+
+    def _local_mouse(self) -> tuple[int, int] | None:
+        """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
+        if self.mouse is None or self.image is None:
+            return None
+        x, y = self.mouse
+        if self.capture_region is not None:
+            x, y = x - self.capture_region.x, y - self.capture_region.y
+        if 0 <= x < self.image.width and 0 <= y < self.image.height:
+            return x, y
+        return None
 
     def _failed(self, error: BaseException, prefix: str = "") -> None:
         if isinstance(error, ServiceError):
@@ -205,25 +282,46 @@ class ScreenshotPane(Vertical, can_focus=True):
             self.app.report_error(error)  # the connection itself: let the app mark it
         self._update_status()
 
-    def _tick(self) -> None:
-        if self.live and self.is_on_screen and self.screen.is_current:
-            self.action_capture()
-
     # live view ----------------------------------------------------------------
 
+    def _visible(self) -> bool:
+        return self.is_on_screen and self.screen.is_current
+
+    @work(exclusive=True, group="screenshot-live")
+    async def _live_loop(self) -> None:
+        """Capture while live: the next frame starts when the last is drawn (plus the interval, if any)."""
+        while self.live:
+            if not self._visible():
+                await asyncio.sleep(HIDDEN_POLL_SECONDS)
+                continue
+            started = time.monotonic()
+            self.capturing = True
+            try:
+                ok = await self._capture_once()
+            finally:
+                self.capturing = False
+            pause = self.interval - (time.monotonic() - started) if ok else RETRY_SECONDS
+            if pause > 0:
+                await asyncio.sleep(pause)
+
     def action_toggle_live(self) -> None:
-        self.live = not self.live
-        if self.live:
-            self._timer.resume()
-            self.action_capture()
+        self._set_live(not self.live)
+
+    def _set_live(self, live: bool) -> None:
+        if live == self.live:
+            return
+        self.live = live
+        self.frame_times.clear()
+        if live:
+            self._live_loop()
         else:
-            self._timer.pause()
+            self.workers.cancel_group(self, "screenshot-live")
+            self.capturing = False
         self._update_status()
 
     def _set_interval(self, seconds: int) -> None:
         self.interval = max(MIN_INTERVAL, min(MAX_INTERVAL, seconds))
-        self._timer.stop()
-        self._timer = self.set_interval(self.interval, self._tick, pause=not self.live)
+        self.frame_times.clear()
         self._update_status()
 
     def action_slower(self) -> None:
@@ -231,6 +329,48 @@ class ScreenshotPane(Vertical, can_focus=True):
 
     def action_faster(self) -> None:
         self._set_interval(self.interval - 1)
+
+    def fps(self) -> float | None:
+        """Frames drawn per second over the last couple of seconds of the live view."""
+        now = time.monotonic()
+        recent = [t for t in self.frame_times if now - t <= FPS_WINDOW_SECONDS]
+        if len(recent) < 2:
+            return None
+        return (len(recent) - 1) / max(recent[-1] - recent[0], 1e-6)
+
+    # interact mode ------------------------------------------------------------
+
+    def action_interact(self) -> None:
+        """Send the mouse and keyboard to the browser (the live view starts too); esc leaves."""
+        if self.remote is None:
+            self.remote = RemoteInput(self.app.client.computer, self.session_id, on_error=self._input_failed)
+        self._set_live(True)
+        self.view.interact(self.remote)
+        self.query_one("#shot-hint", Static).update(INTERACT_HINT)
+        self._update_status()
+
+    @property
+    def interacting(self) -> bool:
+        return self.view.remote is not None
+
+    def _leave_interact(self) -> None:
+        self.view.interact(None)
+        self.remote = None
+        self.query_one("#shot-hint", Static).update(HINT)
+        self.focus()
+        self._update_status()
+
+    @on(ScreenshotView.LeaveInteract)
+    def _left(self, event: ScreenshotView.LeaveInteract) -> None:
+        event.stop()
+        self._leave_interact()
+
+    def _input_failed(self, error: BaseException) -> None:
+        if isinstance(error, ServiceError):
+            self.notify(f"{error.code} ({error.status}): {error.message}", title="The browser refused that input",
+                        severity="warning")
+        else:
+            self.app.report_error(error, "Input not sent")
 
     # region -------------------------------------------------------------------
 
@@ -301,14 +441,22 @@ class ScreenshotPane(Vertical, can_focus=True):
             status.append("● live", style="bold red")
         else:
             status.append("paused", style="dim")
-        status.append(f" · every {self.interval}s")
+        status.append(" · continuous" if self.interval == 0 else f" · every {self.interval}s")
+        if self.interacting:
+            status.append(" │ ")
+            status.append("interacting", style="bold reverse")
         if self.image is not None:
             width, height = self.image.size
             status.append(f" │ {width}×{height} px")
+        fps = self.fps() if self.live else None
+        if fps is not None:
+            status.append(f" │ {fps:.1f} fps")
+        if self.capture_seconds is not None:
+            status.append(f" │ capture {self.capture_seconds * 1000:.0f} ms")
         if self.captured_at is not None:
             status.append(f" │ captured {self.captured_at.strftime('%H:%M:%S')}")
         status.append(f" │ {describe_region(self.capture_region)}")
-        if self.capturing:
+        if self.capturing and not self.live:
             status.append(" │ capturing…", style="italic")
         elif self.error:
             status.append(" │ failed", style="bold red")

@@ -6,7 +6,8 @@ So this module imports `textual_image.widget` at import time: the app must impor
 that imports it) before `App.run()`.
 
 `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty), `sixel`, `halfcell`
-or `unicode`. Tests force `halfcell`, which draws with coloured half blocks and works everywhere.
+or `unicode`. Tests force `halfcell`, which draws with coloured half blocks and works everywhere
+(with bbrowse's own canvas, fast enough for the live view: see `halfcell.py`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,16 @@ import os
 # Imported at module import on purpose: textual-image detects the terminal's graphics support now.
 import textual_image.widget as image_widgets
 from PIL import Image as PILImage
+from PIL import ImageDraw
+from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Center, Middle
+from textual.message import Message
 from textual.widget import Widget
+
+from bbrowse.tui.remote_input import RemoteInput
+from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas
 
 RENDERING_ENV = "BBROWSE_IMAGE_RENDERING"
 
@@ -52,30 +60,239 @@ def decode_image(data: bytes) -> PILImage.Image:
 
 
 class ScreenshotView(Widget):
-    """Shows one PIL image centred and scaled to fit; `image` is None until something is shown."""
+    """Shows one PIL image centred and scaled to fit; `image` is None until something is shown.
+
+    Half-cell rendering uses bbrowse's own `HalfcellCanvas` (fast enough for the live view, and it
+    marks the remote mouse with a cell); kitty, sixel and unicode use textual-image, with the mark
+    drawn into the picture. `pixel_at` maps a position in the view back to a pixel of the image.
+    """
+
+    BINDINGS = [
+        Binding("escape", "leave_interact", "Leave interact", id="screenshot.leave_interact"),
+    ]
 
     DEFAULT_CSS = """
     ScreenshotView { height: 1fr; width: 1fr; }
+    ScreenshotView.-interacting { border: tall $accent; }
     ScreenshotView > Middle { height: 1fr; width: 1fr; }
     ScreenshotView Center { height: auto; width: 1fr; }
     ScreenshotView .inline-image { width: auto; height: auto; }
+    ScreenshotView HalfcellCanvas.inline-image { width: 1fr; height: 1fr; }
     """
+
+    class LeaveInteract(Message):
+        """Esc in interact mode: the pane gives the keyboard back to the app."""
 
     def __init__(self, *, rendering: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._image_class = image_widget_class(rendering)
         self.image: PILImage.Image | None = None
+        #: The remote mouse in image pixels (None: not shown).
+        self.cursor: tuple[int, int] | None = None
+        #: Interact mode: where keys and mouse go (None: the view only shows).
+        self.remote: RemoteInput | None = None
+        #: Added to a pixel of the picture to get the screen's pixel (the capture region's corner).
+        self.origin: tuple[int, int] = (0, 0)
+        self._pressed: str | None = None
 
     @property
     def rendering(self) -> str:
         return rendering_name(self._image_class)
 
+    @property
+    def fast(self) -> bool:
+        """Drawn by bbrowse's half-cell canvas (True) or by textual-image (kitty, sixel, unicode)."""
+        return self._image_class is image_widgets.HalfcellImage
+
     def compose(self) -> ComposeResult:
+        if self.fast:
+            yield HalfcellCanvas(classes="inline-image")
+            return
         with Middle(), Center():
             yield self._image_class(None, classes="inline-image")
 
-    def show(self, image: PILImage.Image | None) -> None:
-        """Draw `image` (or clear with None); the widget keeps the image for redraws on resize."""
+    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None) -> None:
+        """Draw `image` (or clear with None) with the remote mouse marked at `cursor` (image pixels)."""
         self.image = image
+        self.cursor = cursor
         widget = self.query_one(".inline-image")
-        widget.image = image  # type: ignore[attr-defined]
+        if isinstance(widget, HalfcellCanvas):
+            widget.show(image, cursor)
+            return
+        widget.image = with_cursor_mark(image, cursor) if image is not None else None  # type: ignore[attr-defined]
+
+    @property
+    def geometry(self) -> Geometry | None:
+        """Where the picture is drawn in the view (cells), and the image's size; None before the first."""
+        widget = self.query_one(".inline-image")
+        if isinstance(widget, HalfcellCanvas):
+            found = widget.geometry
+            if found is None:
+                return None
+            offset = widget.region.offset - self.region.offset
+            return Geometry(found.x + offset.x, found.y + offset.y, found.columns, found.rows,
+                            found.image_width, found.image_height)
+        if self.image is None or widget.region.width <= 0 or widget.region.height <= 0:
+            return None
+        offset = widget.content_region.offset - self.region.offset
+        size = widget.content_region.size
+        return Geometry(offset.x, offset.y, size.width, size.height, *self.image.size)
+
+    def pixel_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """The image pixel under view position (x, y), None outside the picture."""
+        geometry = self.geometry
+        return geometry.pixel_at(x, y) if geometry is not None else None
+
+
+    # interact mode ----------------------------------------------------------------------
+
+    def interact(self, remote: RemoteInput | None) -> None:
+        """Start sending keys and mouse to `remote` (and take the keyboard), or stop with None."""
+        if self.remote is not None and remote is not self.remote:
+            self.remote.close()
+        self.remote = remote
+        self._pressed = None
+        self.can_focus = remote is not None
+        self.set_class(remote is not None, "-interacting")
+        if remote is not None:
+            self.focus()
+        elif self.has_focus:
+            self.blur()
+        self.refresh_bindings()
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """In interact mode every key belongs to the browser except esc (leave), ctrl+q (quit the app) and
+        alt+digit (switch tabs)."""
+        return self.remote is not None and not _kept_by_app(key)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave_interact":
+            return self.remote is not None
+        return True
+
+    def action_leave_interact(self) -> None:
+        self.post_message(self.LeaveInteract())
+
+    def on_blur(self) -> None:
+        """Focus went elsewhere (a click on the tab bar, another tab): interact mode ends with it."""
+        if self.remote is not None:
+            self.post_message(self.LeaveInteract())
+
+    def on_key(self, event: events.Key) -> None:
+        if self.remote is None or _kept_by_app(event.key):
+            return
+        event.stop()
+        event.prevent_default()
+        self.remote.key(event.key, event.character)
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self.remote is not None:
+            event.stop()
+            event.prevent_default()
+            self.remote.paste(event.text)
+
+    def _remote_pixel(self, event: events.MouseEvent) -> tuple[int, int] | None:
+        """The screen pixel under the mouse event (the picture's pixel plus the capture region's corner)."""
+        found = self.pixel_at(event.pointer_screen_x - self.region.x, event.pointer_screen_y - self.region.y)
+        if found is None:
+            return None
+        return found[0] + self.origin[0], found[1] + self.origin[1]
+
+    def _mark(self, pixel: tuple[int, int]) -> None:
+        """Move the mouse mark now, before the next frame shows where the browser put it."""
+        local = (pixel[0] - self.origin[0], pixel[1] - self.origin[1])
+        if self.image is not None and local != self.cursor:
+            self.show(self.image, local)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        if self.remote is None:
+            return
+        event.stop()
+        pixel = self._remote_pixel(event)
+        button = MOUSE_BUTTONS.get(event.button)
+        if pixel is None or button is None:
+            return
+        self.capture_mouse()
+        self._pressed = button
+        self.remote.button(*pixel, button=button, down=True, hold_keys=held_keys(event))
+        self._mark(pixel)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self.remote is None or self._pressed is None:
+            return
+        event.stop()
+        self.capture_mouse(False)
+        button, self._pressed = self._pressed, None
+        pixel = self._remote_pixel(event) or self._clamped_pixel(event)
+        self.remote.button(*pixel, button=button, down=False, hold_keys=held_keys(event))
+        self._mark(pixel)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self.remote is None:
+            return
+        pixel = self._remote_pixel(event) if self._pressed is None else self._clamped_pixel(event)
+        if pixel is not None and (self.cursor is None or pixel != self._screen_cursor()):
+            self.remote.move(*pixel)
+            self._mark(pixel)
+
+    def _screen_cursor(self) -> tuple[int, int] | None:
+        return None if self.cursor is None else (self.cursor[0] + self.origin[0], self.cursor[1] + self.origin[1])
+
+    def _clamped_pixel(self, event: events.MouseEvent) -> tuple[int, int]:
+        """The nearest pixel of the picture (a drag may leave it)."""
+        geometry = self.geometry
+        if geometry is None:
+            return self._screen_cursor() or self.origin
+        x = min(max(event.pointer_screen_x - self.region.x, geometry.x), geometry.x + geometry.columns - 0.01)
+        y = min(max(event.pointer_screen_y - self.region.y, geometry.y), geometry.y + geometry.rows - 0.01)
+        px, py = geometry.pixel_at(x, y) or (0, 0)
+        return px + self.origin[0], py + self.origin[1]
+
+    def _wheel(self, event: events.MouseEvent, dx: int, dy: int) -> None:
+        if self.remote is None:
+            return
+        event.stop()
+        event.prevent_default()
+        pixel = self._remote_pixel(event)
+        if pixel is not None:
+            self.remote.scroll(*pixel, dx, dy, hold_keys=held_keys(event))
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._wheel(event, 0, -1)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._wheel(event, 0, 1)
+
+    def on_mouse_scroll_left(self, event: events.MouseScrollLeft) -> None:
+        self._wheel(event, -1, 0)
+
+    def on_mouse_scroll_right(self, event: events.MouseScrollRight) -> None:
+        self._wheel(event, 1, 0)
+
+
+#: Textual's mouse buttons (1 left, 2 middle, 3 right) as the computer API names them.
+MOUSE_BUTTONS = {1: "left", 2: "middle", 3: "right"}
+
+
+def held_keys(event: events.MouseEvent) -> list[str]:
+    """Modifier keys held during a mouse event, as key names."""
+    return [name for name, held in (("Ctrl", event.ctrl), ("Shift", event.shift), ("Alt", event.meta)) if held]
+
+
+def _kept_by_app(key: str) -> bool:
+    """Keys interact mode leaves to the app: esc leaves it, ctrl+q quits, alt+digit switches tabs."""
+    return key in ("escape", "ctrl+q") or (key.startswith("alt+") and key[4:].isdigit())
+
+
+def with_cursor_mark(image: PILImage.Image, cursor: tuple[int, int] | None) -> PILImage.Image:
+    """A copy of `image` with a ring around `cursor` (for renderings that draw pixels, not cells)."""
+    if cursor is None:
+        return image
+    marked = image.convert("RGB")
+    if marked is image:
+        marked = image.copy()
+    radius = max(6, image.width // 120)
+    x, y = cursor
+    draw = ImageDraw.Draw(marked)
+    draw.ellipse((x - radius, y - radius, x + radius, y + radius), outline=(220, 0, 120), width=max(2, radius // 3))
+    return marked

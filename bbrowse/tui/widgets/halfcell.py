@@ -1,0 +1,253 @@
+"""A picture drawn with half blocks ("▀": top pixel as the colour, bottom pixel as the background), fast
+enough for a live view: 1280×800 frames into a 160×45 terminal several times a second.
+
+textual-image's half-cell widget rebuilds a Rich style per cell and lays the widget out again for every
+picture (100+ ms a frame at that size). Here a frame costs a box-filter resize in Pillow, one pass over
+the pixel bytes per row with runs of equal cells merged into one segment, and styles reused across
+frames (a page has few colours). Rows whose pixels did not change keep their strip and are not
+repainted, so a still page with a blinking caret repaints one line.
+
+The widget also knows where the picture sits (`geometry`), so a mouse position maps back to a pixel
+of the original image, and it can mark one pixel (the remote mouse) with a cell of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from PIL import Image as PILImage
+from rich.color import Color, ColorType
+from rich.color_triplet import ColorTriplet
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+UPPER_HALF = "▀"
+#: The remote mouse's mark: a cell of its own, drawn over the picture.
+CURSOR_CHAR = "◆"
+CURSOR_STYLE = Style(color=Color.from_rgb(255, 255, 255), bgcolor=Color.from_rgb(220, 0, 120), bold=True)
+#: Styles kept between frames; past this many the cache starts again (a photo has many colours).
+STYLE_CACHE_LIMIT = 65536
+#: Cell size in pixels when the terminal does not say (textual-image's assumption too).
+DEFAULT_CELL = (10, 20)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where the picture is drawn: its cells inside the widget, and the size of the image it shows."""
+
+    x: int
+    y: int
+    columns: int
+    rows: int
+    image_width: int
+    image_height: int
+
+    def pixel_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """The image pixel under widget position (x, y) (cells, fractions allowed), None outside the picture.
+
+        A whole-number position is a cell (its centre is taken); terminals reporting pixels give fractions.
+        """
+        if x == int(x):
+            x += 0.5
+        if y == int(y):
+            y += 0.5
+        cx, cy = x - self.x, y - self.y
+        if not (0 <= cx < self.columns and 0 <= cy < self.rows):
+            return None
+        px = min(self.image_width - 1, int(cx * self.image_width / self.columns))
+        py = min(self.image_height - 1, int(cy * self.image_height / self.rows))
+        return px, py
+
+    def cell_of(self, px: int, py: int) -> tuple[int, int] | None:
+        """The widget cell showing image pixel (px, py), None when the pixel is outside the image."""
+        if not (0 <= px < self.image_width and 0 <= py < self.image_height):
+            return None
+        return (self.x + px * self.columns // self.image_width, self.y + py * self.rows // self.image_height)
+
+
+def cell_size() -> tuple[int, int]:
+    """The terminal's cell size in pixels as textual-image knows it (asked once, at import), else 10×20."""
+    try:
+        from textual_image._terminal import get_cell_size
+
+        size = get_cell_size()
+    except Exception:  # no terminal to ask: the common default
+        return DEFAULT_CELL
+    return (size.width or DEFAULT_CELL[0], size.height or DEFAULT_CELL[1])
+
+
+def fit(image: tuple[int, int], space: Size, cell: tuple[int, int]) -> tuple[int, int]:
+    """Columns and rows showing `image` (pixels) as large as `space` allows, keeping its aspect ratio on a
+    terminal whose cells are `cell` pixels."""
+    width, height = image
+    if width <= 0 or height <= 0 or space.width <= 0 or space.height <= 0:
+        return 0, 0
+    cell_w, cell_h = cell
+    scale = min(space.width * cell_w / width, space.height * cell_h / height)
+    columns = max(1, min(space.width, round(width * scale / cell_w)))
+    rows = max(1, min(space.height, round(height * scale / cell_h)))
+    return columns, rows
+
+
+class HalfcellCanvas(Widget):
+    """Shows one PIL image with half blocks, centred and scaled to fit; `show` draws the next frame."""
+
+    DEFAULT_CSS = """
+    HalfcellCanvas { width: 1fr; height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.image: PILImage.Image | None = None
+        #: The remote mouse, in image pixels, marked with a cell of its own; None: no mark.
+        self.cursor: tuple[int, int] | None = None
+        self.geometry: Geometry | None = None
+        self._cell = cell_size()
+        self._strips: list[Strip] = []
+        self._row_keys: list[bytes | None] = []
+        self._styles: dict[bytes, Style] = {}
+        self._scaled: tuple[tuple[int, int, int], bytes] | None = None
+        #: Rows repainted by the last `show` (for benchmarks: a still page repaints few).
+        self.rows_changed = 0
+
+    # drawing ------------------------------------------------------------------
+
+    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None) -> None:
+        """Draw `image` (None clears) with the remote mouse at `cursor` (image pixels); only changed rows
+        are repainted."""
+        if image is not self.image:
+            self._scaled = None
+        self.image = image
+        self.cursor = cursor
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._row_keys = []
+        self._draw(everything=True)
+
+    def _draw(self, everything: bool = False) -> None:
+        size = self.size
+        image = self.image
+        if image is None or size.width <= 0 or size.height <= 0:
+            self.geometry = None
+            self._strips = []
+            self._row_keys = []
+            self.refresh()
+            return
+        columns, rows = fit(image.size, size, self._cell)
+        geometry = Geometry((size.width - columns) // 2, (size.height - rows) // 2, columns, rows, *image.size)
+        if geometry != self.geometry or len(self._row_keys) != size.height:
+            everything = True
+            self.geometry = geometry
+            self._row_keys = [None] * size.height
+            self._strips = [Strip.blank(size.width)] * size.height
+        scaled_key = (id(image), columns, rows)
+        if self._scaled is None or self._scaled[0] != scaled_key:
+            self._scaled = (scaled_key, scaled_pixels(image, columns, rows * 2))
+        pixels = self._scaled[1]  # the same frame with the mark moved: not scaled again
+        mark = geometry.cell_of(*self.cursor) if self.cursor is not None else None
+        left = Segment(" " * geometry.x) if geometry.x else None
+        right_width = size.width - geometry.x - columns
+        right = Segment(" " * right_width) if right_width else None
+        stride = columns * 3
+        changed: list[int] = []
+        for row in range(rows):
+            top = pixels[2 * row * stride: (2 * row + 1) * stride]
+            bottom = pixels[(2 * row + 1) * stride: (2 * row + 2) * stride]
+            mark_x = mark[0] - geometry.x if mark is not None and mark[1] - geometry.y == row else -1
+            key = top + bottom + mark_x.to_bytes(4, "little", signed=True)
+            y = geometry.y + row
+            if not everything and self._row_keys[y] == key:
+                continue
+            self._row_keys[y] = key
+            segments = self._row_segments(top, bottom, mark_x)
+            if left is not None:
+                segments.insert(0, left)
+            if right is not None:
+                segments.append(right)
+            self._strips[y] = Strip(segments, size.width)
+            changed.append(y)
+        self.rows_changed = len(changed)
+        if everything:
+            self.refresh()
+        else:
+            for start, end in _runs(changed):
+                self.refresh(Region(0, start, size.width, end - start))
+
+    def _row_segments(self, top: bytes, bottom: bytes, mark_x: int) -> list[Segment]:
+        """One row of cells: runs of the same top/bottom colours become one segment."""
+        styles = self._styles
+        if len(styles) > STYLE_CACHE_LIMIT:
+            styles.clear()
+        segments: list[Segment] = []
+        run_key = b""
+        run_length = 0
+        for i in range(0, len(top), 3):
+            key = top[i:i + 3] + bottom[i:i + 3]
+            if key == run_key:
+                run_length += 1
+                continue
+            if run_length:
+                segments.append(Segment(UPPER_HALF * run_length, styles[run_key]))
+            if key not in styles:
+                styles[key] = Style.from_color(_rgb(key[:3]), _rgb(key[3:]))
+            run_key, run_length = key, 1
+        if run_length:
+            segments.append(Segment(UPPER_HALF * run_length, styles[run_key]))
+        if mark_x >= 0:
+            segments = _overlay(segments, mark_x, Segment(CURSOR_CHAR, CURSOR_STYLE))
+        return segments
+
+    def render_line(self, y: int) -> Strip:
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width)
+
+
+@lru_cache(maxsize=STYLE_CACHE_LIMIT)
+def _rgb(pixel: bytes) -> Color:
+    """A true colour for 3 RGB bytes, built directly (`Color.from_rgb` and `Style(...)` check and name
+    things: 10× slower)."""
+    return Color("", ColorType.TRUECOLOR, triplet=ColorTriplet(pixel[0], pixel[1], pixel[2]))
+
+
+def scaled_pixels(image: PILImage.Image, width: int, height: int) -> bytes:
+    """RGB bytes of `image` box-filtered to width×height (every source pixel counts: thin text stays visible)."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    if rgb.size != (width, height):
+        rgb = rgb.resize((width, height), PILImage.Resampling.BOX)
+    return rgb.tobytes()
+
+
+def _overlay(segments: list[Segment], x: int, cell: Segment) -> list[Segment]:
+    """`segments` (one character per cell) with the cell at `x` replaced by `cell`."""
+    result: list[Segment] = []
+    position = 0
+    for segment in segments:
+        length = len(segment.text)
+        if position <= x < position + length:
+            before, after = x - position, position + length - x - 1
+            if before:
+                result.append(Segment(segment.text[:before], segment.style))
+            result.append(cell)
+            if after:
+                result.append(Segment(segment.text[before + 1:], segment.style))
+        else:
+            result.append(segment)
+        position += length
+    return result
+
+
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Sorted row numbers as (start, end) runs of consecutive rows."""
+    runs: list[tuple[int, int]] = []
+    for row in rows:
+        if runs and runs[-1][1] == row:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs

@@ -1,0 +1,180 @@
+"""The live view and interact mode of the Screenshot tab (Pilot) against a real service and a real Chromium.
+
+A click on the picture must press the page's button at the matching pixel and the pane must then draw
+it green; typed text, chords and the wheel must reach the page; the browser's mouse is marked; esc gives
+the keys back to the app. What the page saw is read over the session's CDP endpoint, what the pane drew
+from the half-cell canvas's own lines.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from app_support import PaneScreen, make_app, wait_for
+from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, open_probe, write_page
+from textual.events import MouseScrollDown
+from textual.widgets import Footer
+
+from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.panes.screenshot import ScreenshotPane
+from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.widgets.halfcell import CURSOR_CHAR, Geometry, HalfcellCanvas
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
+
+# pieces without a service ---------------------------------------------------------------
+
+
+def test_pixels_and_cells_map_both_ways() -> None:
+    geometry = Geometry(x=10, y=2, columns=160, rows=50, image_width=1280, image_height=800)
+    assert geometry.pixel_at(10, 2) == (4, 8)  # a whole cell: its centre
+    assert geometry.pixel_at(10.0001, 2.0001) == (0, 0)  # a pixel-precise pointer
+    assert geometry.pixel_at(169, 51) == (1276, 792)
+    assert geometry.pixel_at(9, 5) is None and geometry.pixel_at(170, 5) is None and geometry.pixel_at(20, 52) is None
+    for pixel in [(0, 0), (640, 400), (1279, 799)]:
+        cell = geometry.cell_of(*pixel)
+        back = geometry.pixel_at(*cell)
+        assert abs(back[0] - pixel[0]) < 8 and abs(back[1] - pixel[1]) < 16
+    assert geometry.cell_of(1280, 0) is None
+
+
+def test_keys_become_typed_text_or_x11_key_names() -> None:
+    assert translate_key("a", "a") == TypeText("a")
+    assert translate_key("A", "A") == TypeText("A")
+    assert translate_key("space", " ") == TypeText(" ")
+    assert translate_key("full_stop", ".") == TypeText(".")
+    assert translate_key("é", "é") == TypeText("é")
+    assert translate_key("enter", "\r") == PressKey("Return")
+    assert translate_key("backspace", "\x7f") == PressKey("BackSpace")
+    assert translate_key("ctrl+a", "\x01") == PressKey("Ctrl+a")
+    assert translate_key("shift+tab", None) == PressKey("Shift+Tab")
+    assert translate_key("ctrl+shift+left", None) == PressKey("Ctrl+Shift+Left")
+    assert translate_key("alt+left", None) == PressKey("Alt+Left")
+    assert translate_key("ctrl+minus", None) == PressKey("Ctrl+minus")
+    assert translate_key("f5", None) == PressKey("F5")
+    assert translate_key("pagedown", None) == PressKey("Page_Down")
+    assert translate_key("ctrl+nosuchkey", None) is None
+
+
+# the live view against Chromium -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def browser(http: httpx.AsyncClient) -> AsyncIterator[dict]:
+    r = await http.post("/browsers", json={"viewport": {"width": 1280, "height": 800}, "timeout_seconds": 900})
+    assert r.status_code == 200, r.text
+    yield r.json()
+    await http.delete(f"/browsers/{r.json()['session_id']}")
+
+
+@pytest.fixture
+async def page(browser: dict, tmp_path) -> AsyncIterator[PageProbe]:
+    ws, probe = await open_probe(browser["cdp_ws_url"])
+    try:
+        await probe.open(write_page(tmp_path))
+        yield probe
+    finally:
+        await ws.close()
+
+
+def drawn_cell(canvas: HalfcellCanvas, x: int, y: int) -> tuple[str, tuple[int, int, int] | None]:
+    """The character the canvas drew at (x, y) and its top half's colour."""
+    position = 0
+    for segment in canvas.render_line(y):
+        if position <= x < position + len(segment.text):
+            colour = segment.style.color if segment.style else None
+            triplet = colour.triplet if colour is not None else None
+            return segment.text[x - position], (tuple(triplet) if triplet else None)
+        position += len(segment.text)
+    return "", None
+
+
+def is_green(colour) -> bool:
+    return colour is not None and colour[1] > 200 and colour[0] < 80
+
+
+def is_red(colour) -> bool:
+    return colour is not None and colour[0] > 200 and colour[1] < 80
+
+
+async def open_live_view(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    pane = ScreenshotPane(session_id, rendering="halfcell", auto_capture=False)
+    await app.push_screen(PaneScreen(pane, "Screenshot", "screenshot"))
+    pane.focus_default()
+    return pane
+
+
+async def wheel_down(pilot, pane: ScreenshotPane, cell: tuple[int, int]) -> None:
+    """One wheel tick down over `cell` of the view, as the terminal reports it (Pilot has no wheel helper)."""
+    await pilot._post_mouse_events([MouseScrollDown], pane.view, offset=cell)
+
+
+def footer_text(app: BbrowseApp) -> str:
+    return " ".join(str(key.render()) for key in app.screen.query_one(Footer).query("FooterKey"))
+
+
+@pytest.mark.chromium
+@needs_chromium
+async def test_clicking_the_live_view_presses_the_button_and_the_pane_draws_it(
+    service, browser: dict, page: PageProbe
+) -> None:
+    app = make_app(service)
+    async with app.run_test(size=(160, 45)) as pilot:
+        pane = await open_live_view(pilot, app, browser["session_id"])
+        await pilot.press("i")
+        assert pane.interacting and pane.live and pane.view.has_focus
+        assert "interacting" in str(pane.query_one("#shot-status").render())
+        await wait_for(pilot, lambda: "Leave interact" in footer_text(app), what="esc shown in the footer")
+        await wait_for(pilot, lambda: pane.frames >= 2 and pane.view.geometry is not None, timeout=40)
+        canvas = pane.view.query_one(HalfcellCanvas)
+        geometry = pane.view.geometry
+        assert (geometry.image_width, geometry.image_height) == (1280, 800)
+        button = geometry.cell_of(*BUTTON_AT)  # where to click, in the view
+        drawn_button = canvas.geometry.cell_of(*BUTTON_AT)  # where it is drawn, in the canvas
+        assert is_red(drawn_cell(canvas, *drawn_button)[1])
+
+        await pilot.click(pane.view, offset=button)
+        await page.wait_for(page.button_on)
+        assert await page.evaluate("clicks") == 1
+        # at the pixel under the cell clicked: within one cell's worth of pixels of the button's centre
+        down_x, down_y = await page.evaluate("downAt")
+        assert abs(down_x - BUTTON_AT[0]) <= 1280 / geometry.columns
+        assert abs(down_y - BUTTON_AT[1]) <= 800 / geometry.rows
+        # the pane draws the change, and the browser's mouse is marked where the click went
+        await wait_for(pilot, lambda: is_green(drawn_cell(canvas, drawn_button[0] + 2, drawn_button[1] + 1)[1]),
+                       timeout=20, what="the button drawn green")
+        await wait_for(pilot, lambda: pane.mouse is not None and abs(pane.mouse[0] - BUTTON_AT[0]) < 16
+                       and drawn_cell(canvas, *canvas.geometry.cell_of(*pane.mouse))[0] == CURSOR_CHAR,
+                       timeout=20, what="the mouse mark on the button")
+
+        # typing: text through `type`, chords and special keys through `press_key`
+        await pilot.click(pane.view, offset=geometry.cell_of(*FIELD_AT))
+        await page.wait_for(lambda: page.evaluate("document.activeElement.id === 't'"))
+        await pilot.press(*"hello", "space", "w")
+        await page.wait_for(lambda: page.evaluate("document.getElementById('t').value === 'hello w'"))
+        await pilot.press("ctrl+a", "backspace", "X")
+        await page.wait_for(lambda: page.evaluate("document.getElementById('t').value === 'X'"))
+        await pilot.press("enter")
+        await page.wait_for(lambda: page.evaluate("lastKey === 'Enter'"))
+        # the typed X is drawn: dark pixels in the field's first characters
+        first_chars = [canvas.geometry.cell_of(FIELD[0] + 20 + dx, FIELD_AT[1]) for dx in range(0, 80, 8)]
+        await wait_for(pilot, lambda: any(sum(drawn_cell(canvas, *cell)[1] or (255, 255, 255)) < 300
+                                          for cell in first_chars), timeout=20, what="the X drawn")
+
+        # the wheel scrolls the page
+        await wheel_down(pilot, pane, geometry.cell_of(900, 600))
+        await page.wait_for(lambda: page.evaluate("window.scrollY > 0"))
+
+        # esc leaves: the keys are the app's again
+        await pilot.press("escape")
+        assert not pane.interacting and not pane.view.has_focus
+        await pilot.press("a")
+        assert not pane.live
+        await pilot.press("x")  # nothing reaches the browser any more
+        assert await page.field_value() == "X"
