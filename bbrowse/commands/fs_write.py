@@ -7,66 +7,17 @@ when it is a terminal. Paths on the instance are absolute. `rm-file` is named so
 
 from __future__ import annotations
 
-import os
 import posixpath
-import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from bbrowse.client import BrowserClient, NotFound, ServiceError
+from bbrowse.client import BrowserClient, ServiceError
 from bbrowse.commands import progress
-from bbrowse.commands.output import EXIT_FAILURE, human_bytes, print_error, write_all
+from bbrowse.commands.output import EXIT_FAILURE, print_error, write_all
 from bbrowse.commands.runner import run
-
-EXECUTABLE_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
-
-
-@dataclass
-class LocalTree:
-    """What `put` sends for a local directory: its files (with their path under it) and its directories."""
-
-    files: list[tuple[Path, str]] = field(default_factory=list)
-    directories: list[str] = field(default_factory=list)
-    #: Files with an executable bit, and their permission bits, to set after the upload.
-    executables: list[tuple[str, int]] = field(default_factory=list)
-    size: int = 0
-
-
-def scan(root: Path) -> LocalTree:
-    """Walk `root` (symlinks to files are sent as their content; symlinked directories are not entered)."""
-    tree = LocalTree()
-    for directory, subdirs, names in os.walk(root):
-        subdirs.sort()
-        relative_dir = Path(directory).relative_to(root).as_posix()
-        tree.directories.append("" if relative_dir == "." else relative_dir)
-        for name in sorted(names):
-            path = Path(directory) / name
-            try:
-                info = path.stat()
-            except OSError:
-                continue  # a dangling link
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            relative = (path.relative_to(root)).as_posix()
-            tree.files.append((path, relative))
-            tree.size += info.st_size
-            if info.st_mode & EXECUTABLE_BITS:
-                tree.executables.append((relative, stat.S_IMODE(info.st_mode)))
-    return tree
-
-
-async def destination(client: BrowserClient, session: str, name: str, remote: str) -> str:
-    """Where `name` lands: `remote` itself, or inside it when it ends with '/' or is a directory (as `cp`)."""
-    if remote.endswith("/"):
-        return posixpath.join(remote, name)
-    try:
-        info = await client.fs.file_info(session, remote)
-    except NotFound:
-        return remote
-    return posixpath.join(remote, name) if info.is_dir else remote
+from bbrowse.uploads import destination, plan, upload
 
 
 @click.command("put")
@@ -86,40 +37,19 @@ def put_command(session: str, local: Path, remote: str) -> None:
       bbrowse put ID ./extension /home/kernel/           # -> /home/kernel/extension
       bbrowse put ID build/ /srv/site                    # the directory's content as /srv/site
     """
-
-    name = local.resolve().name
-    tree = scan(local) if local.is_dir() else None
-    info = local.stat()
+    try:
+        what = plan(local)
+    except OSError as exc:
+        raise click.BadParameter(exc.strerror or str(exc), param_hint="LOCAL") from None
 
     async def work(client: BrowserClient) -> None:
-        target = await destination(client, session, name, remote)
-        if tree is not None:
-            await put_directory(client, session, tree, name, target)
-        else:
-            await put_file(client, session, local, info, target)
+        target = await destination(client.fs, session, what.name, remote)
+        description = f"{what.describe()} → {target}"
+        with progress.transfer(description, what.size, show=progress.wanted()) as advance:
+            await upload(client.fs, session, what, target, progress=Sent(advance))
         click.echo(target)
 
     run(work)
-
-
-async def put_file(client: BrowserClient, session: str, local: Path, info: os.stat_result, target: str) -> None:
-    mode = format(stat.S_IMODE(info.st_mode), "o")
-    with progress.transfer(f"{local.name} → {target}", info.st_size, show=progress.wanted()) as advance:
-        await client.fs.write_file(session, target, local, mode=mode, progress=Sent(advance))
-
-
-async def put_directory(client: BrowserClient, session: str, tree: LocalTree, name: str, target: str) -> None:
-    await client.fs.create_directory(session, target)
-    if tree.files:
-        description = f"{name}/ ({len(tree.files)} files, {human_bytes(tree.size)}) → {target}"
-        with progress.transfer(description, tree.size, show=progress.wanted()) as advance:
-            files = [(path, posixpath.join(target, relative)) for path, relative in tree.files]
-            await client.fs.upload(session, files, progress=Sent(advance))
-    for relative in tree.directories:
-        if relative:  # empty ones too: the upload only makes the parents of files
-            await client.fs.create_directory(session, posixpath.join(target, relative))
-    for relative, mode in tree.executables:
-        await client.fs.set_file_permissions(session, posixpath.join(target, relative), format(mode, "o"))
 
 
 class Sent:
