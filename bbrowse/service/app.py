@@ -22,40 +22,30 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse import __version__
-from bbrowse.service import cdp_proxy, retention
+from bbrowse.service import cdp_proxy
 from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
 from bbrowse.service.openapi import service_openapi
 from bbrowse.service.routes import browser, computer, files, fs_watch, fs_write, logs, processes, screenshot, sessions
-from bbrowse.service.sessions import SessionManager
-from bbrowse.service.state import ServiceState
+from bbrowse.service.state import build_state, service_state
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
-from bbrowse.service.vm_token import VmTokens
 from bbrowse.wire import ErrorDetail, VmError
 
 log = logging.getLogger("bbrowse.service")
 access_log = logging.getLogger("bbrowse.access")
 
-#: Every area of the API: a module with a `router` and maybe an `install(state)`. A router marked with
-#: `vm_endpoint.vm_served(...)` (process, fs, logs, computer) is mounted twice: under `/browsers/{id_or_name}/`
-#: as written, and under each session's VM endpoint `/vm/{id_or_name}/`, authenticated there by the
-#: session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes) only needs its module listed
-#: here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else to do for the `/vm` copy.
+#: Every area of the API: a module with a `router`; what its handlers use is in `state.ServiceState`.
+#: A router marked with `vm_endpoint.vm_served(...)` (process, fs, logs, computer) is mounted twice: under
+#: `/browsers/{id_or_name}/` as written, and under each session's VM endpoint `/vm/{id_or_name}/`,
+#: authenticated there by the session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes)
+#: only needs its module listed here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else
+#: to do for the `/vm` copy. A new part the handlers need is a field of `ServiceState`, made in `build_state`.
 AREAS = (sessions, processes, files, fs_write, fs_watch, logs, screenshot, browser, computer, cdp_proxy)
 
 
 def create_app(config: ServiceConfig) -> FastAPI:
-    config.state_dir.mkdir(parents=True, exist_ok=True)
-    state = ServiceState(
-        config=config, sessions=SessionManager(config.sessions_dir, config.service_log),
-        vm_tokens=VmTokens(ttl_seconds=config.vm_token_seconds),
-    )
-    for area in AREAS:
-        install = getattr(area, "install", None)
-        if install is not None:
-            install(state)
-    retention.install(state)  # after the areas: it leaves their replays alone while in use
+    state = build_state(config)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,7 +93,7 @@ def _json_error(
 
 def kernel_vm_request(request: Request) -> bool:
     """Whether this request reached a session's VM endpoint of a service running with --kernel-compat."""
-    return is_vm_path(request.url.path) and request.app.state.service.config.kernel_compat
+    return is_vm_path(request.url.path) and service_state(request).config.kernel_compat
 
 
 def _field_name(loc: tuple) -> str:

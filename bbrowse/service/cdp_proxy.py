@@ -22,14 +22,13 @@ import logging
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
-from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from bbrowse.service.cdp import CDPClosedError, CDPError, CDPHub, Channel, Message
-from bbrowse.service.errors import ServiceError, browser_unavailable, error_body
-from bbrowse.service.routes.browser import BROWSERS
-from bbrowse.service.state import service_state
+from bbrowse.service.errors import ServiceError, browser_unavailable
+from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_token import VM_PREFIX
+from bbrowse.service.websocket_denial import close_reason, deny_upgrade
 from bbrowse.wire import VmError
 
 log = logging.getLogger("bbrowse.cdp_proxy")
@@ -49,11 +48,12 @@ async def cdp_websocket(websocket: WebSocket, session_id: str) -> None:
     """The session's Chromium DevTools (CDP) for one client; see the module docstring."""
     state = service_state(websocket)
     try:
-        session = state.sessions.get(session_id)
-        hub = await state.parts[BROWSERS].browser(session).devtools()
+        session = await active_session(session_id, websocket)
+        hub = await state.browsers.browser(session).devtools()
         client = await ProxyClient.open(hub)
     except ServiceError as exc:
-        await _deny(websocket, exc)
+        kernel_body = VmError(message=exc.message) if state.config.kernel_compat else None
+        await deny_upgrade(websocket, exc, kernel_body)
         return
     try:
         await websocket.accept()
@@ -97,7 +97,7 @@ class ProxyClient:
         if self.end_reason is not None:
             code = SLOW_CLIENT_CLOSE_CODE if self.end_reason.startswith("the client") else BROWSER_GONE_CLOSE_CODE
             with contextlib.suppress(Exception):
-                await websocket.close(code=code, reason=_close_reason(self.end_reason))
+                await websocket.close(code=code, reason=close_reason(self.end_reason))
 
     def close(self) -> None:
         """Detach from the browser (idempotent): its browser session and every session it attached end."""
@@ -183,21 +183,3 @@ def _id_of(text: str) -> Any:
             return message["id"]
     return None
 
-
-def _close_reason(reason: str) -> str:
-    """A WebSocket close reason fits in 123 bytes."""
-    encoded = reason.encode()
-    return reason if len(encoded) <= 123 else encoded[:120].decode(errors="ignore") + "..."
-
-
-async def _deny(websocket: WebSocket, exc: ServiceError) -> None:
-    """Refuse the upgrade with a real HTTP status (Kernel's `{"message"}` body in --kernel-compat)."""
-    await websocket.receive()  # websocket.connect
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        if service_state(websocket).config.kernel_compat:
-            body = VmError(message=exc.message).model_dump()
-        else:
-            body = error_body(exc.status, exc.code, exc.message, exc.details)
-        await websocket.send_denial_response(JSONResponse(body, status_code=exc.status))
-    else:
-        await websocket.close(code=4000 + exc.status, reason=_close_reason(exc.message))

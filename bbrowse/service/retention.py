@@ -347,15 +347,3 @@ def _newest_mtime(directory: Path) -> float:
                 newest = max(newest, entry.stat().st_mtime)
     return newest
 
-
-def install(state) -> None:
-    """Create the service's retention (after the areas: it needs their replay manager) and run it with the service."""
-    retention = Retention(
-        state.config.state_dir, state.sessions, state.config.retention,
-        service_log=state.config.service_log, replays=state.parts.get("replays"), clock=clock_from_env(),
-    )
-    if retention.replays is not None:
-        retention.replays.clock = retention.clock  # one clock for "ended long ago" and "looked up just now"
-    state.parts["retention"] = retention
-    state.startup.append(retention.start)
-    state.shutdown.append(retention.stop)

@@ -1,36 +1,140 @@
-"""The objects one running service shares between its routes, and how routes get at them."""
+"""The objects one running service shares between its routes, how they are tied together, and how routes get them.
+
+`build_state` makes every part once, in dependency order, and registers the session hooks in the
+order they must run: a deleted session's processes end first, then its watches, its recording is
+finalised while its browser still runs, then the browser closes, then the browser's input helpers.
+Routes take what they need with the dependencies below (`State`, `ActiveSession`, `AnySession`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Annotated, cast
 
+from fastapi import Depends
 from starlette.requests import HTTPConnection
 
+from bbrowse.service.browsers import BrowserManager
+from bbrowse.service.computer import ComputerManager
 from bbrowse.service.config import ServiceConfig
+from bbrowse.service.fs_watch import WatchManager
+from bbrowse.service.processes import DEFAULT_POLICY, KERNEL_COMPAT_POLICY, ProcessManager
+from bbrowse.service.recorder import ReplayManager
+from bbrowse.service.replay_view import ReplayTokens
+from bbrowse.service.retention import Retention, clock_from_env
 from bbrowse.service.sessions import Session, SessionManager
 from bbrowse.service.vm_token import VmTokens
+
+Hook = Callable[[], Awaitable[None]]
 
 
 @dataclass
 class ServiceState:
     config: ServiceConfig
     sessions: SessionManager
-    #: Other managers (processes, browsers, recorder) register themselves here by name.
-    parts: dict[str, Any] = field(default_factory=dict)
-    #: Called in order when the service starts, and in reverse when it stops.
-    startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     #: Signs and checks the session-scoped `jwt` of every VM endpoint (`/vm/{session_id}/...`) and `cdp_ws_url`.
     #: One per running service, its secret never written down: a restarted service hands out new tokens.
-    vm_tokens: VmTokens = field(default_factory=VmTokens)
+    vm_tokens: VmTokens
+    #: Each session's Chromium (and Xvfb for a headful one).
+    browsers: BrowserManager
+    #: Recordings; they outlive their session until retention removes them.
+    replays: ReplayManager
+    #: Signs the `jwt` of every `replay_view_url`.
+    replay_tokens: ReplayTokens
+    #: Spawned programs, their output and their attach sessions.
+    processes: ProcessManager
+    #: Mouse, keyboard and clipboard of each session's browser.
+    computer: ComputerManager
+    #: `fs/watch` watches, by session.
+    watches: WatchManager
+    #: Where uploads wait until they are put in place (`fs/upload` before its `dest_path`, `fs/upload_zip`).
+    upload_spool: Path
+    #: Keeps the state dir within its age and size limits.
+    retention: Retention
+    #: Called in order when the service starts, and in reverse when it stops.
+    startup: list[Hook] = field(default_factory=list)
+    shutdown: list[Hook] = field(default_factory=list)
+
+
+def build_state(config: ServiceConfig) -> ServiceState:
+    """Every part of one service, made once and tied together (see the module docstring for the order)."""
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    sessions = SessionManager(config.sessions_dir, config.service_log)
+    browsers = BrowserManager(config.chromium_path)
+    replays = ReplayManager(config.state_dir / "replays", browsers)
+    processes = ProcessManager(KERNEL_COMPAT_POLICY if config.kernel_compat else DEFAULT_POLICY)
+    retention = Retention(
+        config.state_dir, sessions, config.retention,
+        service_log=config.service_log, replays=replays, clock=clock_from_env(),
+    )
+    replays.clock = retention.clock  # one clock for "ended long ago" and "looked up just now"
+    state = ServiceState(
+        config=config,
+        sessions=sessions,
+        vm_tokens=VmTokens(ttl_seconds=config.vm_token_seconds),
+        browsers=browsers,
+        replays=replays,
+        replay_tokens=ReplayTokens(ttl_seconds=config.replay_link_seconds),
+        processes=processes,
+        computer=ComputerManager(browsers),
+        watches=WatchManager(),
+        upload_spool=_empty_spool(config.state_dir / "spool"),
+        retention=retention,
+    )
+    sessions.validators.append(browsers.validate)
+    sessions.on_create.append(browsers.on_create)
+    sessions.on_delete.extend([
+        processes.end_session,
+        state.watches.on_delete,
+        replays.on_delete,  # finalise the recording while the browser still runs
+        browsers.on_delete,
+        state.computer.on_delete,
+    ])
+    # Sessions a killed service left are restored first, once every hook above is in place.
+    state.startup.extend([sessions.restore, retention.start])
+    state.shutdown.extend([processes.shutdown, retention.stop])
+    return state
+
+
+def _empty_spool(spool: Path) -> Path:
+    """The upload spool, emptied of what a service killed mid-upload left there."""
+    spool.mkdir(parents=True, exist_ok=True)
+    for stale in spool.iterdir():
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return spool
+
+
+# what routes get -----------------------------------------------------------------------------------
 
 
 def service_state(conn: HTTPConnection) -> ServiceState:
-    return conn.app.state.service
+    """The state of the service that took this request or WebSocket."""
+    return cast(ServiceState, conn.app.state.service)
 
 
-def active_session(id_or_name: str, conn: HTTPConnection) -> Session:
-    """FastAPI dependency: the addressed session (404 unknown, 410 ended), marked as active."""
+async def _state(conn: HTTPConnection) -> ServiceState:
+    # async, as every dependency here: FastAPI runs a plain `def` dependency in a worker thread.
+    return service_state(conn)
+
+
+async def active_session(id_or_name: str, conn: HTTPConnection) -> Session:
+    """The addressed session (404 unknown, 410 ended), marked as active.
+
+    The dependency behind `ActiveSession`; handlers on the hot paths (process stdin, attach) and
+    WebSocket routes, which turn a refusal into a denied upgrade, await it themselves.
+    """
     return service_state(conn).sessions.get(id_or_name)
+
+
+async def any_session(id_or_name: str, conn: HTTPConnection) -> Session:
+    """Active or deleted (404 unknown): a deleted session's replays can still be listed and downloaded."""
+    return service_state(conn).sessions.get(id_or_name, include_deleted=True)
+
+
+State = Annotated[ServiceState, Depends(_state)]
+ActiveSession = Annotated[Session, Depends(active_session)]
+AnySession = Annotated[Session, Depends(any_session)]

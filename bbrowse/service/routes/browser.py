@@ -2,83 +2,47 @@
 
 Screenshots are `routes.screenshot` (served by the session's VM endpoint too; replays are not).
 
-`install` gives every new session its own Chromium (`browsers.BrowserManager`) and makes the
-session's teardown stop its recording before closing its browser. Replays outlive their session
-(see `recorder`): listing and downloading them works for deleted sessions too.
+Every new session gets its own Chromium (`browsers.BrowserManager`), and its teardown stops its
+recording before closing its browser (`state.build_state`). Replays outlive their session (see
+`recorder`): listing and downloading them works for deleted sessions too.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from bbrowse.service.browsers import BrowserManager
 from bbrowse.service.errors import ServiceError, not_found
 from bbrowse.service.openapi import errors
-from bbrowse.service.recorder import ReplayManager, ReplayRecord, ReplayState
-from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH, ReplayTokens, viewer_page
-from bbrowse.service.sessions import Session
-from bbrowse.service.state import ServiceState, service_state
+from bbrowse.service.recorder import ReplayRecord, ReplayState
+from bbrowse.service.replay_view import VIDEO_PATH, VIEW_PATH, viewer_page
+from bbrowse.service.state import ActiveSession, AnySession, ServiceState, State
 from bbrowse.wire import Replay, ReplayStartRequest
 
 #: Every documented route addresses a session: 404 when unknown.
 router = APIRouter(tags=["browser"], responses=errors(404))
 
-BROWSERS, REPLAYS, TOKENS = "browsers", "replays", "replay_tokens"
 #: Seconds a client should wait before asking again for a replay that is still being finalised.
 RETRY_AFTER_SECONDS = 1
-
-
-def install(state: ServiceState) -> None:
-    browsers = BrowserManager(state.config.chromium_path)
-    replays = ReplayManager(state.config.state_dir / "replays", browsers)
-    state.parts[BROWSERS] = browsers
-    state.parts[REPLAYS] = replays
-    state.parts[TOKENS] = ReplayTokens(ttl_seconds=state.config.replay_link_seconds)
-    state.sessions.validators.append(browsers.validate)
-    state.sessions.on_create.append(browsers.on_create)
-    state.sessions.on_delete.append(replays.on_delete)  # finalise the recording while the browser still runs
-    state.sessions.on_delete.append(browsers.on_delete)
-
-
-def _state(request: Request) -> ServiceState:
-    return service_state(request)
-
-
-State = Annotated[ServiceState, Depends(_state)]
-
-
-def _active(id_or_name: str, request: Request) -> Session:
-    return service_state(request).sessions.get(id_or_name)
-
-
-def _any(id_or_name: str, request: Request) -> Session:
-    """Active or deleted: a deleted session's replays can still be listed and downloaded."""
-    return service_state(request).sessions.get(id_or_name, include_deleted=True)
-
-
-ActiveSession = Annotated[Session, Depends(_active)]
-AnySession = Annotated[Session, Depends(_any)]
 
 
 # replays ----------------------------------------------------------------------
 
 
 def _to_wire(state: ServiceState, record: ReplayRecord) -> Replay:
-    tokens: ReplayTokens = state.parts[TOKENS]
     return Replay(
         replay_id=record.replay_id,
         started_at=record.started_at,
         finished_at=record.finished_at,
-        replay_view_url=tokens.view_url(state.config.public_url, record.session_id, record.replay_id),
+        replay_view_url=state.replay_tokens.view_url(state.config.public_url, record.session_id, record.replay_id),
     )
 
 
 @router.get("/browsers/{id_or_name}/replays", response_model=list[Replay], response_model_exclude_none=True)
 async def list_replays(session: AnySession, state: State) -> list[Replay]:
-    return [_to_wire(state, r) for r in state.parts[REPLAYS].list(session)]
+    return [_to_wire(state, r) for r in state.replays.list(session)]
 
 
 @router.post(
@@ -86,7 +50,7 @@ async def list_replays(session: AnySession, state: State) -> list[Replay]:
     responses=errors(409, 410, 502, 503),
 )
 async def start_replay(session: ActiveSession, state: State, body: ReplayStartRequest | None = None) -> Replay:
-    record = await state.parts[REPLAYS].start(session, body or ReplayStartRequest())
+    record = await state.replays.start(session, body or ReplayStartRequest())
     return _to_wire(state, record)
 
 
@@ -94,7 +58,7 @@ async def start_replay(session: ActiveSession, state: State, body: ReplayStartRe
     "/browsers/{id_or_name}/replays/{replay_id}/stop", response_model=Replay, response_model_exclude_none=True
 )
 async def stop_replay(replay_id: str, session: AnySession, state: State) -> Replay:
-    record = await state.parts[REPLAYS].stop(session, replay_id)
+    record = await state.replays.stop(session, replay_id)
     return _to_wire(state, record)
 
 
@@ -119,16 +83,15 @@ def _video_response(record: ReplayRecord, request: Request) -> Response:
     responses={200: {"content": {"video/mp4": {}}}, 202: {"description": "still being finalised"}},
 )
 async def download_replay(replay_id: str, session: AnySession, state: State, request: Request) -> Response:
-    return _video_response(state.parts[REPLAYS].get(session, replay_id), request)
+    return _video_response(state.replays.get(session, replay_id), request)
 
 
 # viewer (authenticated by the jwt in its URL, not the bearer token) -----------
 
 
 def _viewed_record(state: ServiceState, replay_id: str | None, token: str | None) -> tuple[ReplayRecord, str]:
-    tokens: ReplayTokens = state.parts[TOKENS]
-    session_id = tokens.verify(token, replay_id)
-    record = state.parts[REPLAYS].find(replay_id)
+    session_id = state.replay_tokens.verify(token, replay_id)
+    record = state.replays.find(replay_id)
     if record is None or record.session_id != session_id:
         raise not_found(f"replay {replay_id!r} not found")
     assert token is not None
@@ -163,4 +126,4 @@ async def replay_view_video(
     return _video_response(record, request)
 
 
-__all__ = ["BrowserManager", "install", "router"]
+__all__ = ["router"]

@@ -2,7 +2,7 @@
 
 Served by the session's VM endpoint too (`/vm/{id}/computer/...`), as Kernel's cloud serves them.
 Answers as the cloud's do: 200 with an empty body for actions, JSON for what is read. The work
-is in `bbrowse.service.computer`; `install` gives it the browsers and ends a session's helpers.
+is in `bbrowse.service.computer` (`ServiceState.computer`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from fastapi import APIRouter, Depends, Response
 
 from bbrowse.service.computer import ComputerManager
 from bbrowse.service.openapi import errors
-from bbrowse.service.routes.browser import BROWSERS
-from bbrowse.service.sessions import Session
-from bbrowse.service.state import ServiceState, active_session, service_state
+from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import OkResponse
 from bbrowse.wire.computer import (
@@ -32,24 +30,16 @@ from bbrowse.wire.computer import (
     WriteClipboardRequest,
 )
 
-PART = "computer"
 PREFIX = "/browsers/{id_or_name}/computer"
 
 #: Unknown or ended session (404/410), Chromium or the display unusable (502/503).
 router = vm_served(APIRouter(tags=["computer"], responses=errors(404, 410, 502, 503)))
 
-ActiveSession = Annotated[Session, Depends(active_session)]
 DONE = {200: {"description": "Done (empty body)", "content": None}}
 
 
-def install(state: ServiceState) -> None:
-    manager = ComputerManager(state.parts[BROWSERS])
-    state.parts[PART] = manager
-    state.sessions.on_delete.append(manager.on_delete)
-
-
-def _manager(state: Annotated[ServiceState, Depends(service_state)]) -> ComputerManager:
-    return state.parts[PART]
+async def _manager(state: State) -> ComputerManager:
+    return state.computer
 
 
 Manager = Annotated[ComputerManager, Depends(_manager)]

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.responses import StreamingResponse
 
 from bbrowse.service import files
 from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
-from bbrowse.service.state import active_session
+from bbrowse.service.state import ActiveSession
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import FileInfo
 
@@ -40,7 +40,7 @@ async def _session_activity(session: Session, chunks: AsyncIterator[bytes]) -> A
     response_class=StreamingResponse,
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
-async def read_file(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> StreamingResponse:
+async def read_file(session: ActiveSession, path: PathQuery) -> StreamingResponse:
     """The file's raw bytes, streamed in chunks with a Content-Length (chunked for size-0 pseudo-files)."""
     path = files.require_absolute(path)
     file, st = await files.run_blocking(files.open_regular_file, path)
@@ -51,11 +51,11 @@ async def read_file(session: Annotated[Session, Depends(active_session)], path: 
 
 
 @router.get("/browsers/{id_or_name}/fs/list_files", response_model=list[FileInfo])
-async def list_files(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> list[FileInfo]:
+async def list_files(session: ActiveSession, path: PathQuery) -> list[FileInfo]:
     """The directory's entries, directories first, then by name; symlinks show their target's kind."""
     return await files.run_blocking(files.list_directory, files.require_absolute(path))
 
 
 @router.get("/browsers/{id_or_name}/fs/file_info", response_model=FileInfo)
-async def file_info(session: Annotated[Session, Depends(active_session)], path: PathQuery) -> FileInfo:
+async def file_info(session: ActiveSession, path: PathQuery) -> FileInfo:
     return await files.run_blocking(files.file_info, files.require_absolute(path))

@@ -16,29 +16,19 @@ from starlette.responses import StreamingResponse
 from bbrowse.service.files import require_absolute
 from bbrowse.service.fs_watch import WatchManager
 from bbrowse.service.openapi import errors
-from bbrowse.service.sessions import Session
 from bbrowse.service.sse import encode_event, sse_response
-from bbrowse.service.state import ServiceState, active_session, service_state
+from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire.fs import FileSystemEvent, WatchStartRequest, WatchStartResult
 
 PREFIX = "/browsers/{id_or_name}/fs/watch"
-PART = "fs_watches"
 
 #: Unknown or ended session, unknown watch (404/410).
 router = vm_served(APIRouter(tags=["fs"], responses=errors(404, 410)))
 
-ActiveSession = Annotated[Session, Depends(active_session)]
 
-
-def install(state: ServiceState) -> None:
-    manager = WatchManager()
-    state.parts[PART] = manager
-    state.sessions.on_delete.append(manager.on_delete)
-
-
-def _manager(state: Annotated[ServiceState, Depends(service_state)]) -> WatchManager:
-    return state.parts[PART]
+async def _manager(state: State) -> WatchManager:
+    return state.watches
 
 
 Manager = Annotated[WatchManager, Depends(_manager)]

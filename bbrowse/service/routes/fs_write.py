@@ -26,8 +26,7 @@ from bbrowse.service.errors import bad_request
 from bbrowse.service.files import field_error, require_absolute, run_blocking
 from bbrowse.service.fs_multipart import MultipartError, MultipartReader, boundary_of
 from bbrowse.service.openapi import errors
-from bbrowse.service.sessions import Session
-from bbrowse.service.state import ServiceState, active_session, service_state
+from bbrowse.service.state import ActiveSession, State, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire.fs import (
     OCTAL_MODE_PATTERN,
@@ -40,28 +39,17 @@ from bbrowse.wire.fs import (
 )
 
 PREFIX = "/browsers/{id_or_name}/fs"
-SPOOL = "fs_spool"
 
 #: Unknown or ended session (404/410); bad input (400); missing (404); not allowed (403); in the way (409).
 router = vm_served(APIRouter(tags=["fs"], responses=errors(400, 403, 404, 409, 410)))
 
-ActiveSession = Annotated[Session, Depends(active_session)]
 CREATED = {201: {"description": "Done (empty body)", "content": None}}
 DONE = {200: {"description": "Done (empty body)", "content": None}}
 PathQuery = Annotated[str, Query(description="Absolute path on the instance.", json_schema_extra={"pattern": "^/.*"})]
 
 
-def install(state: ServiceState) -> None:
-    spool = state.config.state_dir / "spool"
-    spool.mkdir(parents=True, exist_ok=True)
-    for stale in spool.iterdir():  # left by a service that was killed mid-upload
-        with contextlib.suppress(OSError):
-            stale.unlink()
-    state.parts[SPOOL] = spool
-
-
-def _spool(state: Annotated[ServiceState, Depends(service_state)]) -> Path:
-    return state.parts[SPOOL]
+async def _spool(state: State) -> Path:
+    return state.upload_spool
 
 
 def _done(status: int) -> Response:
@@ -192,7 +180,7 @@ async def upload(session: ActiveSession, request: Request) -> Response:
 
 
 def _spool_path(request: Request) -> str:
-    spool: Path = service_state(request).parts[SPOOL]
+    spool = service_state(request).upload_spool
     return str(spool / f"upload-{secrets.token_hex(8)}")
 
 

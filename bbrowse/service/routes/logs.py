@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.responses import StreamingResponse
 
 from bbrowse.service import files, supervisor
@@ -22,7 +22,7 @@ from bbrowse.service.logs import LogFollower, encode_log_events, utc_timestamp
 from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
-from bbrowse.service.state import active_session, service_state
+from bbrowse.service.state import ActiveSession, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
@@ -45,7 +45,7 @@ async def _events(session: Session, follower: LogFollower) -> AsyncIterator[byte
 )
 async def stream_logs(
     request: Request,
-    session: Annotated[Session, Depends(active_session)],
+    session: ActiveSession,
     source: LogSource,
     path: Annotated[
         str | None,
@@ -87,6 +87,6 @@ async def _source_not_available() -> AsyncIterator[bytes]:
 
 
 @router.get("/browsers/{id_or_name}/logs/supervisors", response_model=list[str])
-async def list_supervisors(session: Annotated[Session, Depends(active_session)]) -> list[str]:
+async def list_supervisors(session: ActiveSession) -> list[str]:
     """bbrowse extension: the names `source=supervisor` accepts for this session (`bbrowse` always first)."""
     return supervisor.supervisor_names(session)

@@ -18,25 +18,18 @@ import json
 import logging
 
 from fastapi import APIRouter, Request, Response, WebSocket, WebSocketDisconnect
-from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.responses import StreamingResponse
 
-from bbrowse.service.errors import ServiceError, bad_request, conflict, error_body
+from bbrowse.service.errors import ServiceError, bad_request, conflict
 from bbrowse.service.openapi import errors
 from bbrowse.service.process_output import Chunk, sse_exit_frame
-from bbrowse.service.processes import (
-    DEFAULT_POLICY,
-    KERNEL_COMPAT_POLICY,
-    ManagedProcess,
-    ProcessManager,
-    StdinClosedError,
-    stdin_error,
-)
+from bbrowse.service.processes import ManagedProcess, StdinClosedError, stdin_error
 from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
-from bbrowse.service.state import ServiceState, service_state
+from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_endpoint import vm_served
+from bbrowse.service.websocket_denial import deny_upgrade
 from bbrowse.wire import (
     AttachError,
     AttachExit,
@@ -56,7 +49,6 @@ from bbrowse.wire import (
 log = logging.getLogger("bbrowse.processes")
 
 PREFIX = "/browsers/{id_or_name}/process"
-PART = "processes"
 
 #: Every route addresses a session (404 unknown, 410 ended) and most a process of it (404).
 router = vm_served(APIRouter(tags=["processes"], responses=errors(404, 410)))
@@ -65,42 +57,31 @@ router = vm_served(APIRouter(tags=["processes"], responses=errors(404, 410)))
 ATTACH_HANDOVER_SECONDS = 1.0
 
 
-def install(state: ServiceState) -> None:
-    manager = ProcessManager(KERNEL_COMPAT_POLICY if state.config.kernel_compat else DEFAULT_POLICY)
-    state.parts[PART] = manager
-    state.sessions.on_delete.append(manager.end_session)
-    state.shutdown.append(manager.shutdown)
+# Handlers look things up themselves (awaiting `active_session`) instead of through `Depends`:
+# resolving even an async dependency costs more than the whole keystroke path.
 
 
-def _session(request: Request, id_or_name: str) -> Session:
-    return service_state(request).sessions.get(id_or_name)
-
-
-def _process(request: Request, id_or_name: str, process_id: str) -> ManagedProcess:
-    state = service_state(request)
-    return state.parts[PART].get(state.sessions.get(id_or_name), process_id)
-
-
-# Handlers look things up themselves instead of through `Depends`: FastAPI runs plain `def`
-# dependencies in a worker thread, and even async ones cost more than the whole keystroke path.
+async def _process(request: Request, id_or_name: str, process_id: str) -> ManagedProcess:
+    session = await active_session(id_or_name, request)
+    return service_state(request).processes.get(session, process_id)
 
 
 @router.post(PREFIX + "/spawn", response_model=SpawnResult, responses=errors(403))
 async def spawn(id_or_name: str, body: SpawnRequest, request: Request) -> SpawnResult:
-    session = _session(request, id_or_name)
-    proc = service_state(request).parts[PART].spawn(session, body)
+    session = await active_session(id_or_name, request)
+    proc = service_state(request).processes.spawn(session, body)
     return SpawnResult(process_id=proc.process_id, pid=proc.pid, started_at=proc.started_at)
 
 
 @router.post(PREFIX + "/exec", response_model=ExecResult, responses=errors(403))
 async def exec_(id_or_name: str, body: ExecRequest, request: Request) -> ExecResult:
-    session = _session(request, id_or_name)
-    return await service_state(request).parts[PART].exec(session, body)
+    session = await active_session(id_or_name, request)
+    return await service_state(request).processes.exec(session, body)
 
 
 @router.post(PREFIX + "/{process_id}/stdin", response_model=StdinResult)
 async def stdin(id_or_name: str, process_id: str, body: StdinRequest, request: Request) -> Response:
-    proc = _process(request, id_or_name, process_id)
+    proc = await _process(request, id_or_name, process_id)
     try:
         written = await proc.write_stdin(body.data())
     except StdinClosedError:
@@ -110,19 +91,19 @@ async def stdin(id_or_name: str, process_id: str, body: StdinRequest, request: R
 
 @router.get(PREFIX + "/{process_id}/status", response_model=ProcessStatus, response_model_exclude_none=True)
 async def status(id_or_name: str, process_id: str, request: Request) -> ProcessStatus:
-    return _process(request, id_or_name, process_id).status()
+    return (await _process(request, id_or_name, process_id)).status()
 
 
 @router.post(PREFIX + "/{process_id}/kill", response_model=OkResponse)
 async def kill(id_or_name: str, process_id: str, body: KillRequest, request: Request) -> OkResponse:
     """Signal the process group. Signalling a process that has already exited is a no-op, still ok."""
-    _process(request, id_or_name, process_id).send_signal(body.signal)
+    (await _process(request, id_or_name, process_id)).send_signal(body.signal)
     return OkResponse()
 
 
 @router.post(PREFIX + "/{process_id}/resize", response_model=OkResponse)
 async def resize(id_or_name: str, process_id: str, body: ResizeRequest, request: Request) -> OkResponse:
-    _process(request, id_or_name, process_id).resize(body.rows, body.cols)
+    (await _process(request, id_or_name, process_id)).resize(body.rows, body.cols)
     return OkResponse()
 
 
@@ -136,9 +117,8 @@ async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> S
 
     In --kernel-compat a PTY-backed process sends only the exit event here: its output is `attach`'s alone.
     """
-    state = service_state(request)
-    session = state.sessions.get(id_or_name)
-    proc = state.parts[PART].get(session, process_id)
+    session = await active_session(id_or_name, request)
+    proc = service_state(request).processes.get(session, process_id)
     return sse_response(_sse_events(session, proc))
 
 
@@ -164,8 +144,8 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
     """
     state = service_state(websocket)
     try:
-        session = state.sessions.get(id_or_name)
-        proc = state.parts[PART].get(session, process_id)
+        session = await active_session(id_or_name, websocket)
+        proc = state.processes.get(session, process_id)
         if proc.policy.pty_output_only_attached and not proc.tty:
             raise bad_request("process is not PTY-backed", field="process_id")
         if proc.attached:
@@ -176,7 +156,8 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
         if proc.attached:
             raise conflict(f"process {process_id} already has an active attach session; only one at a time")
     except ServiceError as exc:
-        await _deny(websocket, exc, kernel_shape=state.config.kernel_compat)
+        kernel_body = AttachError(message=exc.message) if state.config.kernel_compat else None
+        await deny_upgrade(websocket, exc, kernel_body)
         return
     proc.detached.clear()
     try:
@@ -186,19 +167,6 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
     finally:
         proc.stop_reading_pty()
         proc.detached.set()
-
-
-async def _deny(websocket: WebSocket, exc: ServiceError, kernel_shape: bool = False) -> None:
-    """Refuse the upgrade with a real HTTP status and the contract's body (Kernel's VM's in --kernel-compat)."""
-    await websocket.receive()  # websocket.connect
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        if kernel_shape:
-            body = AttachError(message=exc.message).model_dump()
-        else:
-            body = error_body(exc.status, exc.code, exc.message, exc.details)
-        await websocket.send_denial_response(JSONResponse(body, status_code=exc.status))
-    else:
-        await websocket.close(code=4000 + exc.status, reason=exc.message[:120])
 
 
 async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:

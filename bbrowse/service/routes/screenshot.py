@@ -6,15 +6,11 @@ The browser itself belongs to `routes.browser` (its `install` gives every sessio
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Response
 
 from bbrowse.service.errors import bad_request
 from bbrowse.service.openapi import errors
-from bbrowse.service.routes.browser import BROWSERS
-from bbrowse.service.sessions import Session
-from bbrowse.service.state import ServiceState, active_session, service_state
+from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import ScreenshotRequest
 
@@ -29,8 +25,8 @@ router = vm_served(APIRouter(tags=["browser"], responses=errors(404)))
                **errors(400, 410, 502, 503)},
 )
 async def capture_screenshot(
-    session: Annotated[Session, Depends(active_session)],
-    state: Annotated[ServiceState, Depends(service_state)],
+    session: ActiveSession,
+    state: State,
     body: ScreenshotRequest | None = None,
 ) -> Response:
     region = body.region if body else None
@@ -44,5 +40,5 @@ async def capture_screenshot(
                 field="region",
             )
         clip = region.model_dump()
-    png = await state.parts[BROWSERS].browser(session).screenshot(clip)
+    png = await state.browsers.browser(session).screenshot(clip)
     return Response(content=png, media_type="image/png")

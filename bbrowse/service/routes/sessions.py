@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
-from bbrowse.service.state import ServiceState, service_state
+from bbrowse.service.state import ActiveSession, State, service_state
 from bbrowse.service.vm_token import cdp_ws_url, vm_base_url
 from bbrowse.wire import (
     LIST_LIMIT_DEFAULT,
@@ -26,15 +26,6 @@ from bbrowse.wire import (
 )
 
 router = APIRouter(tags=["browsers"])
-
-
-def install(state: ServiceState) -> None:
-    # The first startup hook (sessions is the first area): every other part's hooks are registered by now.
-    state.startup.append(state.sessions.restore)
-
-
-def _state(request: Request) -> ServiceState:
-    return service_state(request)
 
 
 def public_url(request: Request) -> str:
@@ -52,7 +43,7 @@ def browser_object(request: Request, session: Session) -> Browser:
 
 @router.post("/browsers", response_model=Browser, response_model_exclude_none=True, responses=errors(409, 503))
 async def create_browser(
-    request: Request, state: Annotated[ServiceState, Depends(_state)], body: BrowserCreateRequest | None = None
+    request: Request, state: State, body: BrowserCreateRequest | None = None
 ) -> Browser:
     session = await state.sessions.create(body or BrowserCreateRequest())
     return browser_object(request, session)
@@ -62,7 +53,7 @@ async def create_browser(
 async def list_browsers(
     request: Request,
     response: Response,
-    state: Annotated[ServiceState, Depends(_state)],
+    state: State,
     limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = LIST_LIMIT_DEFAULT,
     offset: Annotated[int, Query(ge=0)] = 0,
     query: str | None = None,
@@ -83,13 +74,12 @@ async def list_browsers(
     "/browsers/{id_or_name}", response_model=Browser, response_model_exclude_none=True, responses=errors(404, 410)
 )
 async def get_browser(
-    id_or_name: str, request: Request, state: Annotated[ServiceState, Depends(_state)], include_deleted: bool = False
+    id_or_name: str, request: Request, state: State, include_deleted: bool = False
 ) -> Browser:
     return browser_object(request, state.sessions.get(id_or_name, include_deleted=include_deleted))
 
 
 @router.delete("/browsers/{id_or_name}", status_code=204, response_class=Response, responses=errors(404, 410))
-async def delete_browser(id_or_name: str, state: Annotated[ServiceState, Depends(_state)]) -> Response:
-    session = state.sessions.get(id_or_name)
+async def delete_browser(session: ActiveSession, state: State) -> Response:
     await state.sessions.delete(session)
     return Response(status_code=204)

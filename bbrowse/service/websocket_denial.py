@@ -1,0 +1,36 @@
+"""Refusing a WebSocket upgrade the way an HTTP route refuses a request: a real status and a JSON body.
+
+Used by the WebSocket routes (process `attach`, `cdp_ws_url`) for what they find wrong before they
+accept: an unknown session, a process that is not PTY-backed, a browser that is down. A server
+without the denial-response extension closes the socket instead, with `4000 + status` and the message.
+"""
+
+from __future__ import annotations
+
+from fastapi import WebSocket
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from bbrowse.service.errors import ServiceError, error_body
+
+#: The most bytes a WebSocket close reason may carry.
+CLOSE_REASON_BYTES = 123
+
+
+async def deny_upgrade(websocket: WebSocket, exc: ServiceError, kernel_body: BaseModel | None = None) -> None:
+    """Answer the upgrade with `exc`: the contract's error body, or `kernel_body` (--kernel-compat's shape)."""
+    await websocket.receive()  # websocket.connect
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        if kernel_body is not None:
+            body = kernel_body.model_dump()
+        else:
+            body = error_body(exc.status, exc.code, exc.message, exc.details)
+        await websocket.send_denial_response(JSONResponse(body, status_code=exc.status))
+    else:
+        await websocket.close(code=4000 + exc.status, reason=close_reason(exc.message))
+
+
+def close_reason(reason: str) -> str:
+    """`reason` cut to what a WebSocket close frame can carry (ending in `...` when cut)."""
+    encoded = reason.encode()
+    return reason if len(encoded) <= CLOSE_REASON_BYTES else encoded[:120].decode(errors="ignore") + "..."
