@@ -243,19 +243,23 @@ class TerminalCore:
         self._replies.clear()
         return replies
 
+    @property
+    def flood_keep_lines(self) -> int:
+        """How many plain lines at the end of a flood must be drawn: enough to redraw every row of
+        the screen and fill the promised history (beyond it libghostty keeps whatever its last page
+        holds, which depends on how much went through)."""
+        return 2 * self._rows_count + self.scrollback_limit + 1
+
     def skippable_prefix(self, backlog: bytes | bytearray, plain_end: int | None = None) -> int:
         """How many leading bytes of `backlog` can be dropped because they only scroll away unseen
         (see `flood.py`; `plain_end` is `flood.first_not_plain(backlog)` if the caller knows it);
         0 unless the terminal is in a state where that is exact."""
-        # Every history row holds at least `cols` cells of 8 bytes, so the budget bounds how many
-        # rows the history keeps: all of them come from the kept lines.
-        keep = 2 * self._rows_count + self._scrollback_budget() // (8 * self._cols) + 1
-        cut = flood.plain_head(backlog, keep, plain_end)
-        if not cut or not self._plain_lines_only_scroll():
+        cut = flood.plain_head(backlog, self.flood_keep_lines, plain_end)
+        if not cut or not self.plain_lines_only_scroll():
             return 0
         return cut
 
-    def _plain_lines_only_scroll(self) -> bool:
+    def plain_lines_only_scroll(self) -> bool:
         """Plain lines fed now would scroll the whole screen: the parser is between sequences, no
         scroll region or left/right margins are set (asked with DECRQSS, answered internally)."""
         if not self._get(lib.GHOSTTY_TERMINAL_DATA_VT_GROUND, "bool"):

@@ -59,7 +59,7 @@ SLICE_SECONDS = 0.002
 MIN_SLICE_BYTES = 512
 MAX_SLICE_BYTES = 32 * 1024
 # A backlog bigger than this is checked for a flood that can be skipped, at most this often.
-SKIP_CHECK_BYTES = 64 * 1024
+SKIP_CHECK_BYTES = 32 * 1024
 SKIP_RETRY_SECONDS = 0.05
 # `write()` waits while more than this is queued: back-pressure for the reader.
 HIGH_WATER_BYTES = 4 * 1024 * 1024
@@ -163,6 +163,8 @@ class TerminalView(Widget, can_focus=True):
         self._plain_scanned = 0
         self._not_plain_at: int | None = None
         self._skip_failed = 0.0
+        self._pace_flood = False  # the flood shortcut works in this terminal's state
+        self._flood_lines = 0  # plain flood lines fed since the last frame
         self._drain_task: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -233,8 +235,17 @@ class TerminalView(Widget, can_focus=True):
                 if len(backlog) > SKIP_CHECK_BYTES:
                     self._skip_flood()
                 started = time.perf_counter()
+                paced = False
                 while backlog:  # at least one slice per turn, then as many as the budget allows
                     size = self._slice_bytes
+                    if self._pace_flood and self._plain_ahead() >= size:
+                        # A frame shows only the last lines of a flood: past `flood_keep_lines` in
+                        # one frame, what follows waits for the next turn and its shortcut.
+                        lines = backlog.count(b"\n", 0, size)
+                        if self._flood_lines and self._flood_lines + lines > core.flood_keep_lines:
+                            paced = True
+                            break
+                        self._flood_lines += lines
                     chunk = bytes(backlog[:size])
                     del backlog[:size]
                     self._consumed(len(chunk))
@@ -250,8 +261,12 @@ class TerminalView(Widget, can_focus=True):
                 if len(backlog) <= HIGH_WATER_BYTES:
                     self._below_high_water.set()
                 if backlog:
-                    # Let the loop run keys, timers and drawing before the next budget.
-                    await asyncio.sleep(0.001)
+                    # Let the loop run keys, timers and drawing before the next budget (a paced
+                    # flood waits for the next frame, letting its backlog grow).
+                    delay = self._last_frame + FRAME_SECONDS - time.monotonic() if paced else 0
+                    await asyncio.sleep(max(0.001, delay))
+                    if paced:  # a frame's worth of time went by, drawn or not (hidden, held)
+                        self._flood_lines = 0
         finally:
             self._below_high_water.set()
             if not backlog:
@@ -269,7 +284,7 @@ class TerminalView(Widget, can_focus=True):
             self._plain_scanned = end
             if end < len(backlog):
                 self._not_plain_at = end
-        plain_end = self._not_plain_at if self._not_plain_at is not None else self._plain_scanned
+        plain_end = self._plain_ahead()
         now = time.monotonic()
         if plain_end < SKIP_CHECK_BYTES or now - self._skip_failed < SKIP_RETRY_SECONDS:
             return
@@ -277,8 +292,14 @@ class TerminalView(Widget, can_focus=True):
         if skipped:
             del backlog[:skipped]
             self._consumed(skipped)
+            self._pace_flood = True
         else:
             self._skip_failed = now
+            self._pace_flood = self.core.plain_lines_only_scroll()
+
+    def _plain_ahead(self) -> int:
+        """Leading bytes of the backlog known to be plain lines."""
+        return self._not_plain_at if self._not_plain_at is not None else self._plain_scanned
 
     def _consumed(self, size: int) -> None:
         """`size` bytes left the front of the backlog: move what the flood scan knows along."""
@@ -326,6 +347,7 @@ class TerminalView(Widget, can_focus=True):
         else:
             self._held_since = None
         self._last_frame = now
+        self._flood_lines = 0
         dirty = core.take_dirty()
         strips = self._strips
         for y in dirty:
@@ -565,6 +587,7 @@ class TerminalView(Widget, can_focus=True):
         self._backlog.clear()
         self._plain_scanned = 0
         self._not_plain_at = None
+        self._pace_flood = False
         self._below_high_water.set()
         self._drained.set()
         self._outbox.clear()
