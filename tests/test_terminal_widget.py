@@ -323,6 +323,36 @@ async def test_keys_answer_at_once_during_a_flood() -> None:
         assert row_text(view, view.size.height - 2) == "2999 lorem ipsum dolor"
 
 
+async def test_a_plain_flood_ends_on_the_screen_and_history_drawing_it_all_would_give() -> None:
+    """6 MB of `yes` lines written as a stream reader would: the shortcut and the pacing drop most of
+    it; what shows, and the promised history, are the flood's last lines."""
+    app = TerminalApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.view
+        fed = 0
+        real_feed = view.core.feed
+
+        def counting_feed(data: bytes) -> None:
+            nonlocal fed
+            fed += len(data)
+            real_feed(data)
+
+        view.core.feed = counting_feed  # type: ignore[method-assign]
+        flood_bytes = b"y\r\n" * 2_000_000 + b"".join(f"tail {i}\r\n".encode() for i in range(30))
+        for start in range(0, len(flood_bytes), 65536):
+            await view.write(flood_bytes[start : start + 65536])
+            await asyncio.sleep(0)
+        await view.wait_drained()
+        await pilot.pause()
+        core = view.core
+        assert core.display[: core.rows - 1] == [f"tail {i}" for i in range(30 - (core.rows - 1), 30)]
+        history = core.scrollback_text()
+        assert len(history) >= core.scrollback_limit
+        assert history[-(30 - (core.rows - 1)) :] == [f"tail {i}" for i in range(30 - (core.rows - 1))]
+        assert set(history[-core.scrollback_limit : -(30 - (core.rows - 1))]) == {"y"}
+        assert fed < len(flood_bytes) / 2  # most of it never went through the core
+
+
 async def test_a_big_backlog_that_cannot_be_skipped_still_drains() -> None:
     """Just over the skip threshold with too few lines to skip, or full of escapes: drawn in full."""
     app = TerminalApp()
