@@ -28,7 +28,7 @@ from bbrowse.service.cdp import CDPClosedError, CDPError, CDPHub, Channel, Messa
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_token import VM_PREFIX
-from bbrowse.service.websocket_denial import close_reason, deny_upgrade
+from bbrowse.service.websocket_routes import close_reason, deny_upgrade, until_one_ends
 from bbrowse.wire import VmError
 
 log = logging.getLogger("bbrowse.cdp_proxy")
@@ -84,16 +84,8 @@ class ProxyClient:
 
     async def run(self, websocket: WebSocket) -> None:
         """Until the client leaves or the hub ends it; then the WebSocket is closed saying why."""
-        sender = asyncio.create_task(self._send_out(websocket))
-        receiver = asyncio.create_task(self._receive(websocket))
-        try:
-            await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sender, receiver):
-                task.cancel()
-            for task in (sender, receiver):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await until_one_ends([asyncio.create_task(self._send_out(websocket)),
+                              asyncio.create_task(self._receive(websocket))])
         if self.end_reason is not None:
             code = SLOW_CLIENT_CLOSE_CODE if self.end_reason.startswith("the client") else BROWSER_GONE_CLOSE_CODE
             with contextlib.suppress(Exception):

@@ -30,6 +30,15 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
         await process.wait()
 
 
+async def kill_and_reap(process: asyncio.subprocess.Process | None) -> None:
+    """SIGKILL one helper (not its group) if it still runs, and reap it; never raises."""
+    if process is not None and process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with contextlib.suppress(Exception):
+            await process.wait()
+
+
 def describe_exit(returncode: int) -> str:
     """How a process ended, for logs and errors: `exited with code 1`, `killed by SIGKILL`."""
     if returncode < 0:

@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
+from bbrowse.service.child_process import kill_and_reap
 from bbrowse.service.computer_keys import CHAR_KEYS
 from bbrowse.service.computer_steps import (
     BUTTON_NUMBERS,
@@ -259,11 +260,7 @@ class X11Input:
 
     async def _stop_script(self) -> None:
         process, self._scripted = self._scripted, None
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            with contextlib.suppress(Exception):
-                await process.wait()
+        await kill_and_reap(process)
 
     # clipboard and cursor ---------------------------------------------------
 
@@ -319,11 +316,7 @@ class X11Input:
 
     async def _stop_clipboard_owner(self) -> None:
         owner, self._clipboard_owner = self._clipboard_owner, None
-        if owner is not None and owner.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                owner.kill()
-            with contextlib.suppress(Exception):
-                await owner.wait()
+        await kill_and_reap(owner)
 
     async def set_cursor_hidden(self, hidden: bool) -> None:
         # Screenshots are taken by the browser and never show the X pointer: the state is kept for

@@ -109,14 +109,19 @@ def file_info(path: str) -> FileInfo:
         raise os_error(exc, path) from None
 
 
-def list_directory(path: str) -> list[FileInfo]:
-    """The entries of a directory, directories first, then by name; entries that vanish meanwhile are skipped."""
+def require_directory(path: str, not_a_directory: str) -> None:
+    """Return if `path` is a directory; else 404/403 as `os_error` says, or 400 `not_a_directory` on `path`."""
     try:
         st = os.stat(path)
     except OSError as exc:
         raise os_error(exc, path) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise bad_request(f"not a directory: {path}", "path")
+        raise bad_request(not_a_directory, "path")
+
+
+def list_directory(path: str) -> list[FileInfo]:
+    """The entries of a directory, directories first, then by name; entries that vanish meanwhile are skipped."""
+    require_directory(path, f"not a directory: {path}")
     entries: list[FileInfo] = []
     try:
         with os.scandir(path) as it:

@@ -28,14 +28,13 @@ import errno
 import logging
 import os
 import secrets
-import stat
 import string
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, not_found
-from bbrowse.service.files import os_error
+from bbrowse.service.files import os_error, require_directory
 from bbrowse.service.fs_write import pseudo_mount_points
 from bbrowse.service.sessions import Session
 from bbrowse.wire.fs import FileSystemEvent
@@ -229,12 +228,7 @@ class WatchManager:
         return session.extras.setdefault(self.EXTRA_KEY, {})
 
     def start(self, session: Session, path: str, recursive: bool) -> Watch:
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise os_error(exc, path) from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise bad_request(f"{path} is not a directory (a watch follows a directory)", "path")
+        require_directory(path, f"{path} is not a directory (a watch follows a directory)")
         if recursive and path == "/":
             raise bad_request("refusing to watch the whole machine (/) recursively; name a directory in it", "path")
         watches = self._watches(session)

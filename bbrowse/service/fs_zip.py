@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, forbidden
-from bbrowse.service.files import field_error, os_error
+from bbrowse.service.files import field_error, require_directory
 from bbrowse.service.fs_write import (
     DEFAULT_DIR_MODE,
     DEFAULT_FILE_MODE,
@@ -211,12 +211,7 @@ def collect(root: str) -> list[Item]:
 
     404 missing, 400 not a directory, 403 when something in it cannot be read.
     """
-    try:
-        st = os.stat(root)
-    except OSError as exc:
-        raise os_error(exc, root) from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise bad_request(f"{root} is not a directory", "path")
+    require_directory(root, f"{root} is not a directory")
     if root == "/":
         raise bad_request("refusing to zip the whole machine (/); name a directory in it", "path")
     pseudo = pseudo_mount_points() - {root}

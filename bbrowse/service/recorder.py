@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -44,7 +44,7 @@ from bbrowse.service.child_process import append_fd
 from bbrowse.service.chromium import ChromiumBrowser
 from bbrowse.service.errors import ServiceError, browser_unavailable, conflict, not_found
 from bbrowse.service.lifetime import watch_child
-from bbrowse.service.sessions import Session
+from bbrowse.service.sessions import Session, utcnow
 from bbrowse.service.supervisor import SupervisorLog
 from bbrowse.wire import ReplayStartRequest
 
@@ -70,10 +70,6 @@ class ReplayState(StrEnum):
     FINALISING = "finalising"
     READY = "ready"
     FAILED = "failed"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass

@@ -14,45 +14,32 @@ with the same token (the video route serves Range requests, so seeking works).
 from __future__ import annotations
 
 import html
-import secrets
-import time
 from urllib.parse import urlencode
 
 import jwt
 
 from bbrowse.service.errors import unauthorized
+from bbrowse.service.signed_tokens import SignedTokens
 
 #: How long a view URL stays valid; each replay list hands out fresh ones.
 TOKEN_TTL_SECONDS = 24 * 3600
 VIEW_PATH = "/replay-view"
 VIDEO_PATH = "/replay-view/video"
-ALGORITHM = "HS256"
 
 
 class ReplayTokens:
     def __init__(self, secret: bytes | None = None, ttl_seconds: int = TOKEN_TTL_SECONDS) -> None:
-        self._secret = secret or secrets.token_bytes(32)
-        self.ttl_seconds = ttl_seconds
+        self._tokens = SignedTokens(secret, ttl_seconds)
 
     def sign(self, session_id: str, replay_id: str, ttl_seconds: int | None = None) -> str:
-        now = int(time.time())
-        claims = {
-            "session_id": session_id,
-            "replay_id": replay_id,
-            "iat": now,
-            "exp": now + (self.ttl_seconds if ttl_seconds is None else ttl_seconds),
-        }
-        return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+        return self._tokens.encode({"session_id": session_id, "replay_id": replay_id}, ttl_seconds=ttl_seconds)
 
     def verify(self, token: str | None, replay_id: str | None) -> str:
         """The session id the token grants `replay_id` of; 401 `unauthorized` otherwise."""
         if not token:
             raise unauthorized("this replay link needs its `jwt` query parameter")
         try:
-            claims = jwt.decode(
-                token, self._secret, algorithms=[ALGORITHM],
-                options={"require": ["exp", "session_id", "replay_id"]},
-            )
+            claims = self._tokens.decode(token, ["session_id", "replay_id"])
         except jwt.ExpiredSignatureError:
             raise unauthorized("this replay link has expired; list the replays again for a fresh one") from None
         except jwt.InvalidTokenError:

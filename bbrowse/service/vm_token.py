@@ -11,12 +11,10 @@ ones answer 401, which makes the SDKs drop their cached route and retry on the c
 
 from __future__ import annotations
 
-import secrets
-import time
-
 import jwt
 
-ALGORITHM = "HS256"
+from bbrowse.service.signed_tokens import SignedTokens
+
 #: A Browser object is handed out with a fresh token every time it is read; this bounds a leaked one.
 TOKEN_TTL_SECONDS = 24 * 3600
 #: Where a session's VM endpoint lives under the service's own URL: `{service}/vm/{session_id}`.
@@ -30,28 +28,17 @@ class VmTokenError(Exception):
 
 class VmTokens:
     def __init__(self, secret: bytes | None = None, ttl_seconds: int = TOKEN_TTL_SECONDS) -> None:
-        self._secret = secret or secrets.token_bytes(32)
-        self.ttl_seconds = ttl_seconds
+        self._tokens = SignedTokens(secret, ttl_seconds)
 
     def mint(self, session_id: str, *, ttl_seconds: int | None = None, now: float | None = None) -> str:
-        issued = int(time.time() if now is None else now)
-        claims = {
-            "sub": session_id,
-            "aud": AUDIENCE,
-            "iat": issued,
-            "exp": issued + (self.ttl_seconds if ttl_seconds is None else ttl_seconds),
-        }
-        return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+        return self._tokens.encode({"sub": session_id, "aud": AUDIENCE}, ttl_seconds=ttl_seconds, now=now)
 
     def verify(self, token: str | None, session_id: str) -> None:
         """Return if `token` grants `session_id`'s endpoint; raise `VmTokenError` saying why not."""
         if not token:
             raise VmTokenError("this endpoint needs its `jwt` query parameter")
         try:
-            claims = jwt.decode(
-                token, self._secret, algorithms=[ALGORITHM], audience=AUDIENCE,
-                options={"require": ["exp", "sub", "aud"]},
-            )
+            claims = self._tokens.decode(token, ["sub", "aud"], audience=AUDIENCE)
         except jwt.ExpiredSignatureError:
             raise VmTokenError("the `jwt` has expired; read the browser session again for a fresh one") from None
         except jwt.InvalidTokenError:

@@ -29,7 +29,7 @@ from bbrowse.service.sessions import Session
 from bbrowse.service.sse import sse_response
 from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_endpoint import vm_served
-from bbrowse.service.websocket_denial import deny_upgrade
+from bbrowse.service.websocket_routes import deny_upgrade, until_one_ends
 from bbrowse.wire import (
     AttachError,
     AttachExit,
@@ -171,15 +171,7 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
 
 async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
     pump = asyncio.create_task(_pump_output(websocket, proc))
-    feed = asyncio.create_task(_feed_input(websocket, proc))
-    try:
-        done, _ = await asyncio.wait({pump, feed}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (pump, feed):
-            task.cancel()
-        for task in (pump, feed):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    done = await until_one_ends([pump, asyncio.create_task(_feed_input(websocket, proc))])
     if pump in done and not pump.cancelled() and pump.exception() is None and proc.output.exit_code is not None:
         with contextlib.suppress(Exception):
             await websocket.send_text(AttachExit(exitCode=proc.output.exit_code).model_dump_json())

@@ -1,11 +1,18 @@
-"""Refusing a WebSocket upgrade the way an HTTP route refuses a request: a real status and a JSON body.
+"""What the WebSocket routes (process `attach`, `cdp_ws_url`) share: refusing an upgrade, running both ways.
 
-Used by the WebSocket routes (process `attach`, `cdp_ws_url`) for what they find wrong before they
-accept: an unknown session, a process that is not PTY-backed, a browser that is down. A server
-without the denial-response extension closes the socket instead, with `4000 + status` and the message.
+An upgrade is refused the way an HTTP route refuses a request, with a real status and a JSON body, for
+what the route finds wrong before it accepts: an unknown session, a process that is not PTY-backed, a
+browser that is down. A server without the denial-response extension closes the socket instead, with
+`4000 + status` and the message. Once accepted, a session is two tasks, one per direction, and ends
+when either does.
 """
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Collection
+from typing import Any
 
 from fastapi import WebSocket
 from fastapi.responses import JSONResponse
@@ -34,3 +41,16 @@ def close_reason(reason: str) -> str:
     """`reason` cut to what a WebSocket close frame can carry (ending in `...` when cut)."""
     encoded = reason.encode()
     return reason if len(encoded) <= CLOSE_REASON_BYTES else encoded[:120].decode(errors="ignore") + "..."
+
+
+async def until_one_ends(tasks: Collection[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    """Wait until one of `tasks` ends, cancel the others and wait for them; the tasks that had ended by then."""
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    return done
