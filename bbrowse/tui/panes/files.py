@@ -1,15 +1,24 @@
-"""Files of a session: a lazy tree with the highlighted entry's `file_info`, a viewer, and save-to-disk.
+"""Files of a session: a lazy tree with the highlighted entry's `file_info`, a viewer, save-to-disk, and the
+file manager's operations.
 
 The tree starts at the session's working directory (learnt once by running `pwd` in the session:
 the Browser object does not carry it); `~` goes back there, `/` to the root, `g` to a typed path
 (a file's parent is shown and the file opened). Enter on a file opens it in the viewer; `s` saves the
 viewed (else the highlighted) file locally: a dialog proposes the download directory, then the file is
 streamed to disk with a progress bar.
+
+File manager: `u` uploads a local file or directory (a path prompt, tab completes) into the
+highlighted directory, `n` makes a directory, `R` renames or moves, `d` deletes (after saying what),
+`c` changes the mode, `z` downloads a directory as a zip (through the save dialog). Long transfers
+show a progress bar. The listing follows the instance by itself: the shown directory is watched
+(`fs.watch`, recursive below `/`) and a change lists the directory it happened in again, in place.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import os
 import posixpath
 import time
 from pathlib import Path
@@ -20,19 +29,83 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.suggester import Suggester
 from textual.widgets import Input, ProgressBar, Static, Tree
 
-from bbrowse.client import ClientError
+from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone
 from bbrowse.tui.format import absolute_time, human_bytes
 from bbrowse.tui.saving import commit, partial_path
+from bbrowse.tui.screens.confirm import ConfirmScreen
 from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileViewer
+from bbrowse.uploads import UploadPlan, plan, upload
 from bbrowse.wire import FileInfo
 
-HINT = "enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload"
+HINT = ("enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload · "
+        "u upload · n new dir · R rename/move · d delete · c mode · z zip")
 #: Seconds the finished progress bar stays up, so the user sees where the file went.
 SAVED_BAR_SECONDS = 6.0
+#: Changes reported by the watch within this many seconds are listed again together.
+WATCH_SETTLE_SECONDS = 0.15
+#: After a watch fails, wait this long (doubling, up to the maximum) before watching again.
+WATCH_RETRY_SECONDS, WATCH_RETRY_MAX_SECONDS = 1.0, 30.0
+#: Progress bars are redrawn at most this often.
+PROGRESS_EVERY_SECONDS = 0.05
+
+
+def mode_bits(mode: str) -> int | None:
+    """Permission bits of an `ls -l` style mode ("-rwxr-xr-x", "drwxrwsr-t") or octal text ("755")."""
+    text = mode.strip()
+    if text and all(c in "01234567" for c in text):
+        return int(text, 8) if int(text, 8) <= 0o7777 else None
+    if len(text) != 10:
+        return None
+    bits = 0
+    for index, (char, bit) in enumerate(zip(text[1:], (0o400, 0o200, 0o100, 0o40, 0o20, 0o10, 0o4, 0o2, 0o1),
+                                            strict=True)):
+        special = (0o4000, 0o2000, 0o1000)[index // 3] if index % 3 == 2 else 0
+        if char in "rwx":
+            bits |= bit
+        elif char in "st":
+            bits |= bit | special
+        elif char in "ST":
+            bits |= special
+        elif char != "-":
+            return None
+    return bits
+
+
+class LocalPathSuggester(Suggester):
+    """Completes a local path as a shell does: the rest of the only match, else what all matches share."""
+
+    def __init__(self) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+
+    async def get_suggestion(self, value: str) -> str | None:
+        return await asyncio.to_thread(complete_local_path, value)
+
+
+def complete_local_path(value: str) -> str | None:
+    """`value` completed from the local filesystem (directories end with '/'), None when nothing fits."""
+    if not value:
+        return None
+    expanded = os.path.expanduser(value)
+    directory, prefix = os.path.split(expanded)
+    try:
+        names = sorted(n for n in os.listdir(directory or ".") if n.startswith(prefix))
+    except OSError:
+        return None
+    if not prefix:
+        names = [n for n in names if not n.startswith(".")]
+    if not names:
+        return None
+    shared = os.path.commonprefix(names)  # noqa: RUF071 - names share characters, not path components
+    if len(names) == 1 and os.path.isdir(os.path.join(directory or ".", shared)):
+        shared += "/"
+    if len(shared) <= len(prefix):
+        return None
+    return value + shared[len(prefix):]
 
 
 def describe_info(info: FileInfo) -> Text:
@@ -55,8 +128,32 @@ class PathInput(Input):
     class Closed(Message):
         """Escape in the field."""
 
+        def __init__(self, field: PathInput) -> None:
+            super().__init__()
+            self.field = field
+
+        @property
+        def control(self) -> PathInput:
+            return self.field
+
     def action_close(self) -> None:
-        self.post_message(self.Closed())
+        self.post_message(self.Closed(self))
+
+
+class PromptInput(PathInput):
+    """The file manager's question (a path, a name, a mode): enter answers, esc cancels, tab completes a
+    local path."""
+
+    BINDINGS = [Binding("tab", "complete", "Complete path", id="files.complete")]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "complete":
+            return self.suggester is not None
+        return True
+
+    def action_complete(self) -> None:
+        self.cursor_position = len(self.value)
+        self.action_cursor_right()  # at the end, takes the suggestion shown
 
 
 class FilesPane(Vertical):
@@ -67,6 +164,12 @@ class FilesPane(Vertical):
         Binding("s", "save", "Save", id="files.save"),
         Binding("x", "toggle_hex", "Hex", id="files.hex"),
         Binding("m", "load_more", "More", id="files.more", show=False),
+        Binding("u", "upload", "Upload", id="files.upload"),
+        Binding("n", "new_directory", "New dir", id="files.mkdir"),
+        Binding("R", "move", "Rename/move", id="files.move"),
+        Binding("d", "delete", "Delete", id="files.delete"),
+        Binding("c", "chmod", "Mode", id="files.chmod"),
+        Binding("z", "zip", "Zip dir", id="files.zip"),
     ]
 
     DEFAULT_CSS = """
@@ -78,6 +181,9 @@ class FilesPane(Vertical):
     FilesPane #files-goto.open { display: block; }
     FilesPane #files-goto-error { display: none; height: auto; color: $text-error; padding: 0 1; }
     FilesPane #files-goto-error.shown { display: block; }
+    FilesPane #files-prompt { display: none; height: auto; background: $panel; padding: 0 1; }
+    FilesPane #files-prompt.open { display: block; }
+    FilesPane #files-prompt-error { height: auto; color: $text-error; }
     FilesPane #files-info { height: auto; min-height: 4; padding: 0 1; background: $panel; }
     FilesPane #files-right { width: 1fr; }
     FilesPane #files-progress { height: auto; display: none; padding: 0 1; }
@@ -91,6 +197,16 @@ class FilesPane(Vertical):
         self.working_directory: str | None = None
         #: The last file saved (its local path), for the user and tests.
         self.last_saved: Path | None = None
+        #: The directory the watch follows (None: not watching), and changes waiting to be listed.
+        self.watching: str | None = None
+        self._dirty: set[str] = set()
+        self._flush_timer = None
+        #: The open question: what answers it (`_answer_*`) and what it is about.
+        self._prompt_kind: str | None = None
+        self._prompt_about: str = ""
+        #: An entry to highlight once its directory has been listed again (after making or moving it).
+        self._highlight_later: str | None = None
+        self._progress_shown_at = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(HINT, id="files-hint", markup=False)
@@ -98,6 +214,10 @@ class FilesPane(Vertical):
             with Vertical(id="files-left"):
                 yield PathInput(placeholder="path on the instance, enter to go, esc to cancel", id="files-goto")
                 yield Static("", id="files-goto-error", markup=False)
+                with Vertical(id="files-prompt"):
+                    yield Static("", id="files-prompt-label", markup=False)
+                    yield PromptInput(id="files-prompt-input")
+                    yield Static("", id="files-prompt-error", markup=False)
                 yield RemoteFileTree(self.session_id, None, id="files-tree")
                 yield Static("", id="files-info", markup=False)
             with Vertical(id="files-right"):
@@ -166,7 +286,7 @@ class FilesPane(Vertical):
         self.query_one("#files-goto-error").remove_class("shown")
         self.file_tree.focus()
 
-    @on(PathInput.Closed)
+    @on(PathInput.Closed, "#files-goto")
     def _goto_cancelled(self, event: PathInput.Closed) -> None:
         event.stop()
         self._close_goto()
@@ -294,3 +414,356 @@ class FilesPane(Vertical):
         self.last_saved = target
         self.notify(str(target), title=f"Saved {posixpath.basename(path)}")
         self.set_timer(SAVED_BAR_SECONDS, lambda: box.remove_class("active"))
+
+    # progress -----------------------------------------------------------------
+
+    def _progress_begin(self, text: str, total: int | None) -> None:
+        self.query_one("#files-progress").add_class("active")
+        self.query_one("#files-progress-label", Static).update(Text(text))
+        self.query_one("#files-progress-bar", ProgressBar).update(total=total or None, progress=0)
+        self._progress_shown_at = 0.0
+
+    def _progress_at(self, done: int) -> None:
+        """Move the bar (at most every PROGRESS_EVERY_SECONDS: a transfer calls this per chunk)."""
+        now = time.monotonic()
+        if now - self._progress_shown_at >= PROGRESS_EVERY_SECONDS:
+            self._progress_shown_at = now
+            self.query_one("#files-progress-bar", ProgressBar).update(progress=done)
+
+    def _progress_end(self, text: str | None, done: int = 0) -> None:
+        """The finished bar with `text` for a few seconds, or (None) gone at once after a failure."""
+        box = self.query_one("#files-progress")
+        if text is None:
+            box.remove_class("active")
+            return
+        self.query_one("#files-progress-bar", ProgressBar).update(total=max(done, 1), progress=max(done, 1))
+        self.query_one("#files-progress-label", Static).update(Text(text))
+        self.set_timer(SAVED_BAR_SECONDS, lambda: box.remove_class("active"))
+
+    # where operations act -----------------------------------------------------
+
+    def selected_entry(self) -> RemoteEntry | None:
+        """The highlighted file or directory (not a placeholder row)."""
+        node = self.file_tree.cursor_node
+        entry = node.data if node is not None else None
+        return None if entry is None or entry.placeholder else entry
+
+    def current_directory(self) -> str:
+        """The directory an upload or a new directory goes into: the highlighted one, else the highlighted
+        file's, else the tree's root."""
+        node = self.file_tree.cursor_node
+        entry = node.data if node is not None else None
+        if entry is None:
+            return self.file_tree.root_path
+        if entry.placeholder or entry.is_dir:
+            return entry.path
+        return posixpath.dirname(entry.path) or "/"
+
+    def _changed_dirs(self, *paths: str) -> None:
+        """List these directories again now (the watch would too, a moment later, or not at all)."""
+        for path in paths:
+            self.file_tree.refresh_directory(path)
+
+    @on(RemoteFileTree.DirectoryLoaded)
+    def _listed(self, event: RemoteFileTree.DirectoryLoaded) -> None:
+        if self._highlight_later is None:
+            return
+        node = self.file_tree.node_for_path(self._highlight_later)
+        if node is not None:
+            self._highlight_later = None
+            self.file_tree.highlight(node)
+
+    # the question line ----------------------------------------------------------
+
+    def _ask(self, kind: str, question: str, value: str, about: str = "", *, local_paths: bool = False) -> None:
+        """Open the question line: `kind` picks the `_answer_<kind>` that gets the typed text."""
+        self._prompt_kind, self._prompt_about = kind, about
+        self.query_one("#files-prompt-label", Static).update(Text(question))
+        self.query_one("#files-prompt-error", Static).update("")
+        field = self.query_one(PromptInput)
+        field.suggester = LocalPathSuggester() if local_paths else None
+        field.value = value
+        self.query_one("#files-prompt").add_class("open")
+        field.focus()
+        field.cursor_position = len(value)
+
+    def _close_prompt(self) -> None:
+        self._prompt_kind = None
+        self.query_one("#files-prompt").remove_class("open")
+        self.file_tree.focus()
+
+    def _prompt_error(self, text: str) -> None:
+        self.query_one("#files-prompt-error", Static).update(Text(text))
+
+    @on(PathInput.Closed, "#files-prompt-input")
+    def _prompt_cancelled(self, event: PathInput.Closed) -> None:
+        event.stop()
+        self._close_prompt()
+
+    @on(Input.Submitted, "#files-prompt-input")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        kind = self._prompt_kind
+        if kind is not None:
+            getattr(self, f"_answer_{kind}")(event.value.strip(), self._prompt_about)
+
+    def _instance_path(self, typed: str, base: str) -> str:
+        """A path typed for the instance: absolute as is, else from `base`; normalised."""
+        return posixpath.normpath(posixpath.join(base, typed))
+
+    # upload ---------------------------------------------------------------------
+
+    def action_upload(self) -> None:
+        directory = self.current_directory()
+        start = os.getcwd().rstrip("/") + "/"
+        self._ask("upload", f"Upload into {directory}/ · a local file or directory (tab completes):", start,
+                  directory, local_paths=True)
+
+    def _answer_upload(self, typed: str, directory: str) -> None:
+        if not typed:
+            self._prompt_error("Type the path of a local file or directory.")
+            return
+        self._prepare_upload(Path(os.path.expanduser(typed)), directory)
+
+    @work(exclusive=True, group="files-prompt")
+    async def _prepare_upload(self, local: Path, directory: str) -> None:
+        try:
+            what = await asyncio.to_thread(plan, local)
+        except OSError as error:
+            self._prompt_error(f"{error.filename or local}: {error.strerror or error}")
+            return
+        target = posixpath.join(directory, what.name)
+        self._close_prompt()
+        try:
+            existing = await self.app.client.fs.file_info(self.session_id, target)
+        except NotFound:
+            existing = None
+        except ClientError as error:
+            self.app.report_error(error, f"Could not upload to {target}")
+            return
+        if existing is None:
+            self._upload(what, target)
+            return
+        kind = "directory" if existing.is_dir else "file"
+        merge = " (files of the same name are replaced, others stay)" if existing.is_dir and what.is_dir else ""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._upload(what, target)
+
+        self.app.push_screen(ConfirmScreen(f"{target} exists on the instance ({kind}). Upload "
+                                           f"{what.describe()} over it{merge}?", "Upload"), answered)
+
+    @work(exclusive=True, group="files-transfer")
+    async def _upload(self, what: UploadPlan, target: str) -> None:
+        self._progress_begin(f"Uploading {what.local} → {target}", what.size)
+        try:
+            await upload(self.app.client.fs, self.session_id, what, target, progress=self._progress_at)
+        except ClientError as error:
+            self._progress_end(None)
+            self.app.report_error(error, f"Could not upload {what.local}")
+            return
+        self._progress_end(f"Uploaded {what.describe()} ({human_bytes(what.size)}) to {target}", what.size)
+        self.notify(target, title=f"Uploaded {what.describe()}")
+        self._highlight_later = target
+        self._changed_dirs(posixpath.dirname(target) or "/")
+
+    # new directory, rename/move, mode ---------------------------------------------
+
+    def action_new_directory(self) -> None:
+        directory = self.current_directory()
+        self._ask("mkdir", f"New directory in {directory}/ (a name, or an absolute path):", "", directory)
+
+    def _answer_mkdir(self, typed: str, directory: str) -> None:
+        if not typed:
+            self._prompt_error("Type a name for the new directory.")
+            return
+        self._mkdir(self._instance_path(typed, directory))
+
+    @work(exclusive=True, group="files-prompt")
+    async def _mkdir(self, path: str) -> None:
+        try:
+            await self.app.client.fs.create_directory(self.session_id, path)
+        except ClientError as error:
+            self._prompt_error(str(error))
+            return
+        self._close_prompt()
+        self.notify(path, title="Directory made")
+        self._highlight_later = path
+        self._changed_dirs(posixpath.dirname(path) or "/")
+
+    def action_move(self) -> None:
+        entry = self.selected_entry()
+        if entry is None or entry.path == self.file_tree.root_path:
+            self.notify("Highlight a file or directory below the top of the tree first", severity="warning")
+            return
+        self._ask("move", f"Rename or move {entry.path} to (a new name, or an absolute path):", entry.path,
+                  entry.path)
+
+    def _answer_move(self, typed: str, source: str) -> None:
+        if not typed:
+            self._prompt_error("Type the new name or path.")
+            return
+        target = self._instance_path(typed, posixpath.dirname(source) or "/")
+        if target == source:
+            self._close_prompt()
+            return
+        self._move(source, target, overwrite=False)
+
+    @work(exclusive=True, group="files-prompt")
+    async def _move(self, source: str, target: str, *, overwrite: bool) -> None:
+        try:
+            await self.app.client.fs.move(self.session_id, source, target, overwrite=overwrite)
+        except Conflict:
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._move(source, target, overwrite=True)
+
+            self.app.push_screen(ConfirmScreen(f"{target} already exists. Replace it with {source}?", "Replace"),
+                                 answered)
+            return
+        except ClientError as error:
+            self._prompt_error(str(error))
+            if self._prompt_kind is None:
+                self.app.report_error(error, f"Could not move {source}")
+            return
+        if self._prompt_kind == "move":
+            self._close_prompt()
+        self.notify(f"{source} → {target}", title="Moved")
+        self._highlight_later = target
+        self._changed_dirs(posixpath.dirname(source) or "/", posixpath.dirname(target) or "/")
+
+    def action_chmod(self) -> None:
+        entry = self.selected_entry()
+        if entry is None:
+            self.notify("Highlight a file or directory first", severity="warning")
+            return
+        current = mode_bits(entry.info.mode) if entry.info is not None else None
+        shown = f" (now {entry.info.mode})" if entry.info is not None else ""
+        self._ask("chmod", f"Mode of {entry.path}{shown}, in octal:",
+                  format(current, "o") if current is not None else "", entry.path)
+
+    def _answer_chmod(self, typed: str, path: str) -> None:
+        bits = mode_bits(typed) if typed else None
+        if bits is None or not typed.isdigit():
+            self._prompt_error("Type an octal mode such as 644 or 755.")
+            return
+        self._chmod(path, typed)
+
+    @work(exclusive=True, group="files-prompt")
+    async def _chmod(self, path: str, mode: str) -> None:
+        try:
+            await self.app.client.fs.set_file_permissions(self.session_id, path, mode)
+        except ClientError as error:
+            self._prompt_error(str(error))
+            return
+        self._close_prompt()
+        self.notify(f"{path} is now {mode}", title="Mode changed")
+        self._changed_dirs(posixpath.dirname(path) or "/")
+        self._fetch_info(path)
+
+    # delete -------------------------------------------------------------------
+
+    def action_delete(self) -> None:
+        entry = self.selected_entry()
+        if entry is None or entry.path == self.file_tree.root_path:
+            self.notify("Highlight a file or directory below the top of the tree first", severity="warning")
+            return
+        if entry.is_dir:
+            node = self.file_tree.node_for_path(entry.path)
+            listed = [c for c in node.children if c.data is not None and not c.data.placeholder] if node else []
+            contents = (f"and the {len(listed)} entr{'y' if len(listed) == 1 else 'ies'} in it (with everything "
+                        f"below them)" if listed else "and everything in it")
+            question = f"Delete the directory {entry.path} {contents} on the instance?"
+        else:
+            size = f" ({human_bytes(entry.info.size_bytes)})" if entry.info is not None else ""
+            question = f"Delete the file {entry.path}{size} on the instance?"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(entry.path, entry.is_dir)
+
+        self.app.push_screen(ConfirmScreen(question + " This cannot be undone.", "Delete"), answered)
+
+    @work(group="files-delete")
+    async def _delete(self, path: str, is_dir: bool) -> None:
+        fs = self.app.client.fs
+        try:
+            if is_dir:
+                await fs.delete_directory(self.session_id, path)
+            else:
+                await fs.delete_file(self.session_id, path)
+        except ClientError as error:
+            self.app.report_error(error, f"Could not delete {path}")
+            return
+        self.notify(path, title="Deleted")
+        self._changed_dirs(posixpath.dirname(path) or "/")
+
+    # zip ------------------------------------------------------------------------
+
+    def action_zip(self) -> None:
+        directory = self.current_directory()
+        name = posixpath.basename(directory.rstrip("/")) or "root"
+
+        def chosen(target: Path | None) -> None:
+            if target is not None:
+                self._zip(directory, target)
+
+        self.app.push_screen(SaveScreen(f"Download {directory} as a zip", f"{name}.zip",
+                                        what=f"{directory}/ on the instance, everything in it"), chosen)
+
+    @work(exclusive=True, group="files-transfer")
+    async def _zip(self, directory: str, target: Path) -> None:
+        partial = partial_path(target)
+        self._progress_begin(f"Zipping {directory} → {target}", None)
+        try:
+            size = await self.app.client.fs.save_dir_zip(self.session_id, directory, partial,
+                                                         progress=self._progress_at)
+            target = commit(partial, target)
+        except (ClientError, OSError) as error:
+            partial.unlink(missing_ok=True)
+            self._progress_end(None)
+            self.app.report_error(error, f"Could not download {directory}")
+            return
+        self._progress_end(f"Saved {directory} as {target} ({human_bytes(size)})", size)
+        self.last_saved = target
+        self.notify(str(target), title=f"Saved {posixpath.basename(directory.rstrip('/')) or '/'} as a zip")
+
+    # following the instance -------------------------------------------------------
+
+    @on(RemoteFileTree.RootChanged)
+    def _root_changed(self, event: RemoteFileTree.RootChanged) -> None:
+        self._watch(event.path)
+
+    @work(exclusive=True, group="files-watch")
+    async def _watch(self, root: str) -> None:
+        """Follow changes below `root` until the tree shows another directory (recursive, except at `/`)."""
+        recursive = root != "/"
+        delay = WATCH_RETRY_SECONDS
+        while True:
+            try:
+                async with self.app.client.fs.watch(self.session_id, root, recursive=recursive) as events:
+                    self.watching = root
+                    delay = WATCH_RETRY_SECONDS
+                    async for event in events:
+                        self._dirty.add(posixpath.dirname(event.path.rstrip("/")) or "/")
+                        if self._flush_timer is None:
+                            self._flush_timer = self.set_timer(WATCH_SETTLE_SECONDS, self._flush_changes)
+            except BadRequest:
+                if not recursive:
+                    self.watching = None
+                    return
+                recursive = False  # too big to watch whole: the top directory alone
+                continue
+            except (SessionGone, NotFound):
+                self.watching = None  # the session or the directory is gone: nothing left to follow
+                return
+            except ClientError:
+                self.watching = None
+            await asyncio.sleep(delay)  # the stream ended or failed (service restart, connection lost)
+            delay = min(delay * 2, WATCH_RETRY_MAX_SECONDS)
+
+    def _flush_changes(self) -> None:
+        self._flush_timer = None
+        dirty, self._dirty = self._dirty, set()
+        self._changed_dirs(*sorted(dirty))

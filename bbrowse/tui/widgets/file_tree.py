@@ -95,6 +95,18 @@ class RemoteFileTree(Tree[RemoteEntry]):
         def control(self) -> RemoteFileTree:
             return self.tree
 
+    class RootChanged(Message):
+        """The tree shows another directory (`set_root`)."""
+
+        def __init__(self, tree: RemoteFileTree, path: str) -> None:
+            super().__init__()
+            self.tree = tree
+            self.path = path
+
+        @property
+        def control(self) -> RemoteFileTree:
+            return self.tree
+
     def __init__(self, session_id: str, root_path: str | None = "/", *, id: str | None = None) -> None:
         """`root_path` None: show nothing until `set_root` (the owner is still finding the start directory)."""
         super().__init__(Text(root_path or "…"), RemoteEntry(root_path) if root_path else None, id=id)
@@ -114,6 +126,7 @@ class RemoteFileTree(Tree[RemoteEntry]):
         self.reset(Text(path, style="bold"), RemoteEntry(path, info))
         self.root.expand()
         self._load(self.root)
+        self.post_message(self.RootChanged(self, path))
 
     def process_label(self, label) -> Text:
         # Names come from the instance: never parse them as markup.
@@ -193,6 +206,72 @@ class RemoteFileTree(Tree[RemoteEntry]):
                 node.add_leaf(Text("(empty)", style="dim italic"), RemoteEntry(entry.path, placeholder=True))
         self._refresh_node(node)
         self.post_message(self.DirectoryLoaded(self, node))
+
+    # refreshing in place ---------------------------------------------------------
+
+    def refresh_directory(self, path: str) -> None:
+        """List the directory shown at `path` again, if it is in the tree and was listed (else nothing)."""
+        node = self.node_for_path(path)
+        if node is None or node.data is None or not node.data.is_dir or not node.data.loaded:
+            return
+        self._relist(node)
+
+    @work(group="file-tree-refresh")
+    async def _relist(self, node: TreeNode[RemoteEntry]) -> None:
+        entry = node.data
+        assert entry is not None
+        try:
+            infos = await self.app.client.fs.list_files(self.session_id, entry.path)
+        except ClientError:
+            infos = None
+        if not self._is_live(node) or node.data is not entry:
+            return
+        if infos is None:  # the directory itself went away or became unreadable: show it as a listing would
+            entry.loaded = False
+            self._load(node)
+            return
+        self._merge(node, infos[:MAX_ENTRIES])
+        self.post_message(self.DirectoryLoaded(self, node))
+
+    def _merge(self, node: TreeNode[RemoteEntry], infos: list[FileInfo]) -> None:
+        """Make `node`'s children match `infos`, keeping the nodes of entries still there."""
+        highlighted = self.cursor_node
+        highlighted_path = highlighted.data.path if highlighted is not None and highlighted.data else None
+        kept: dict[str, TreeNode[RemoteEntry]] = {}
+        for child in list(node.children):
+            data = child.data
+            info = next((i for i in infos if data is not None and i.path == data.path), None)
+            if data is None or data.placeholder or info is None or info.is_dir != data.is_dir:
+                child.remove()
+                continue
+            data.info = info
+            kept[data.path] = child
+        following: TreeNode[RemoteEntry] | None = None
+        for info in reversed(infos):  # from the end, so each new entry goes before the one after it
+            if info.path in kept:
+                following = kept[info.path]
+                continue
+            child_entry = RemoteEntry(info.path, info, is_dir=info.is_dir)
+            label = entry_label(child_entry)
+            if following is None:
+                following = (node.add(label, child_entry) if info.is_dir
+                             else node.add_leaf(label, child_entry))
+            elif info.is_dir:
+                following = node.add(label, child_entry, before=following)
+            else:
+                following = node.add_leaf(label, child_entry, before=following)
+        if not infos:
+            node.add_leaf(Text("(empty)", style="dim italic"), RemoteEntry(node.data.path, placeholder=True))
+        if highlighted_path is not None:
+            still = self.node_for_path(highlighted_path)
+            if still is not None:
+                self.highlight(still)
+        self._refresh_node(node)
+
+    def highlight(self, node: TreeNode[RemoteEntry]) -> None:
+        """Put the cursor on `node`, also right after nodes were added or removed above it."""
+        self._tree_lines  # noqa: B018 - Textual numbers the lines lazily; move_cursor needs them current
+        self.move_cursor(node)
 
     def _is_live(self, node: TreeNode[RemoteEntry]) -> bool:
         """Still in the tree (`reset` replaces the root, and a removed node keeps its stale parent)."""
