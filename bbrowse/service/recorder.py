@@ -298,7 +298,7 @@ class ReplayManager:
         self._active: dict[str, Recording] = {}
         #: When each session's replays were last looked up (`clock`, Unix seconds), for `in_use`.
         self._looked_up: dict[str, float] = {}
-        #: Retention's clock (set by `retention.install`, so a test that moves it moves this grace too).
+        #: Retention's clock (set where the service is assembled, so a test that moves it moves this grace too).
         self.clock: Callable[[], float] = time.time
 
     def list(self, session: Session) -> list[ReplayRecord]:
