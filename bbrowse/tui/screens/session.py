@@ -109,16 +109,15 @@ class SessionScreen(BbrowseScreen):
         take, self._take_focus = self._take_focus, False
         await self._show(event.pane.id, focus_pane=take or not self.tab_bar.has_focus)
 
-    def on_descendant_focus(self, event) -> None:
-        """Remember where the focus is in each tab, to give it back when the tab is shown again."""
-        widget = event.widget
-        if not widget.has_focus:
-            return  # stale: the focus moved on before this message was handled
-        for ancestor in widget.ancestors:
-            if isinstance(ancestor, TabPane) and ancestor.parent is not None \
-                    and ancestor.parent.parent is self.tabbed and ancestor.id:
-                self._focus_in_tab[ancestor.id] = widget
-                return
+    def _remember_focus(self) -> None:
+        """Before leaving the shown tab: remember where the focus is in it, to give it back later.
+
+        Taken when the user switches (not from focus events, which a pane's own start-up focus, such as
+        a new shell's terminal, would also leave behind)."""
+        focused = self.focused
+        tab = self.palette_tab_of(focused) if focused is not None else None
+        if tab is not None and tab[0] == self._current_tab:
+            self._focus_in_tab[tab[0]] = focused
 
     async def _show(self, tab_id: str, *, focus_pane: bool) -> None:
         """Mount the tab's pane on first view; then give it the keyboard (or leave it on the tab bar)."""
@@ -130,13 +129,9 @@ class SessionScreen(BbrowseScreen):
         if focus_pane:
             self.call_after_refresh(self._focus_pane, tab_id, first_view=first_view)
         else:
-            self.call_after_refresh(self._focus_tab_bar, tab_id if first_view else None)
+            self.call_after_refresh(self._focus_tab_bar)
 
-    def _focus_tab_bar(self, forget: str | None = None) -> None:
-        """Focus the tab bar; `forget`: a freshly mounted tab whose own focus (a new shell's terminal)
-        was the pane's doing, not the user's."""
-        if forget is not None:
-            self._focus_in_tab.pop(forget, None)
+    def _focus_tab_bar(self) -> None:
         self.tab_bar.focus()
 
     def _focus_pane(self, tab_id: str, *, into: bool = False, first_view: bool = False) -> None:
@@ -151,7 +146,7 @@ class SessionScreen(BbrowseScreen):
             remembered.focus()
             return
         if tab_id in TERMINAL_TABS and not into:
-            self._focus_tab_bar(tab_id if first_view else None)
+            self._focus_tab_bar()
             return
         content = pane.children[0] if pane.children else None
         focus = getattr(content, "focus_default", None) or getattr(content, "focus_active", None)
@@ -164,6 +159,7 @@ class SessionScreen(BbrowseScreen):
         """Show `tab_id` (mounting its pane if needed) and return its pane: for the palette's commands."""
         pane = self.query_one(f"#{tab_id}", TabPane)
         if self.tabbed.active != tab_id:
+            self._remember_focus()
             self._take_focus = True
             self.tabbed.active = tab_id
         if not pane.children:
@@ -197,5 +193,6 @@ class SessionScreen(BbrowseScreen):
         if self.tabbed.active == tab:
             self._focus_pane(tab)
             return
+        self._remember_focus()
         self._take_focus = True
         self.tabbed.active = tab
