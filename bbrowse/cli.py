@@ -15,7 +15,7 @@ from bbrowse.limits import RetentionLimits, parse_duration, parse_size
 class CommandGroup(click.Group):
     """click's group, but a usage error is one line (`error: usage: ...`, exit 2) like every other failure."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:

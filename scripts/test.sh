@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/lint-imports
+.venv/bin/mypy
 exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

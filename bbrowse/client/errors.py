@@ -73,7 +73,7 @@ class ServiceError(ClientError):
 
     def __str__(self) -> str:
         text = f"{self.code} ({self.status}): {self.message}"
-        notes = [d.message or d.code for d in self.details if d.message or d.code]
+        notes = [note for d in self.details if (note := d.message or d.code)]
         if notes:
             text += " [" + "; ".join(notes) + "]"
         return text

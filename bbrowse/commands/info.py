@@ -136,7 +136,7 @@ def show(info: dict) -> None:
         ["themes dir", info["themes_dir"]],
         ["state dir", info["state_dir"]],
         ["state size", f"{format_size(info['state_size_bytes'])} "
-                       f"({RetentionLimits.from_json(info['retention']).describe()})"],
+                       f"({(RetentionLimits.from_json(info['retention']) or RetentionLimits()).describe()})"],
         ["discovery file", info["discovery_file"]],
         ["service log", info["log_file"]],
         ["launch log", info["launch_log"]],

@@ -94,7 +94,7 @@ def guarded(action: Callable[[], int | None]) -> int:
 
 
 def _service_message(exc: ServiceError) -> str:
-    notes = [d.message or d.code for d in exc.details if d.message or d.code]
+    notes = [note for d in exc.details if (note := d.message or d.code)]
     return exc.message + (" [" + "; ".join(notes) + "]" if notes else "")
 
 

@@ -75,7 +75,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         app.include_router(area.router)
         if is_vm_served(area.router):
             app.include_router(mirror(area.router))
-    app.openapi = lambda: service_openapi(app)  # the errors the service really answers, and the bearer scheme
+    # The errors the service really answers, and the bearer scheme (FastAPI's documented way to replace the schema).
+    app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
     _install_error_handlers(app)
     app.add_middleware(BearerAuthMiddleware, token=config.token, vm_tokens=state.vm_tokens)
     app.add_middleware(AccessLogMiddleware)
@@ -125,7 +126,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         details = validation_details(list(exc.errors()))
-        summary = "; ".join(d.message for d in details)
+        summary = "; ".join(d.message for d in details if d.message)
         return _json_error(request, 400, "bad_request", f"invalid request: {summary}", details)
 
     @app.exception_handler(StarletteHTTPException)

@@ -326,7 +326,7 @@ class CDPHub:
             self._own(channel, params["sessionId"])
         elif method == "Target.detachedFromTarget":
             child = params.get("sessionId")
-            if child != channel.session_id and self._owners.get(child) is channel:
+            if isinstance(child, str) and child != channel.session_id and self._owners.get(child) is channel:
                 del self._owners[child]
                 channel.sessions.discard(child)
         if session_id == channel.session_id:

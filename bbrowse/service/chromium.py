@@ -210,6 +210,7 @@ class ChromiumBrowser:
             self.log.note(self.failure)
             await self._stop_processes()
             raise browser_unavailable(self.failure) from exc
+        assert self.process is not None
         self.log.note(f"Chromium ready in {time.perf_counter() - started:.2f}s (pid {self.process.pid})")
 
     async def _spawn_and_connect(self) -> None:

@@ -226,8 +226,8 @@ class ComputerManager:
         before: list[Step] = [KeyDown(k) for k in held]
         after: list[Step] = [KeyUp(k) for k in reversed(held)]
         if isinstance(body, ClickMouseRequest):
-            action: Step = {"down": ButtonDown(body.button), "up": ButtonUp(body.button)}.get(
-                body.click_type, Click(body.button, body.num_clicks))
+            half_clicks: dict[str, Step] = {"down": ButtonDown(body.button), "up": ButtonUp(body.button)}
+            action = half_clicks.get(body.click_type, Click(body.button, body.num_clicks))
             return [MoveTo(body.x, body.y), *before, action, *after]
         if isinstance(body, ScrollRequest):
             return [MoveTo(body.x, body.y), *before, Wheel(body.delta_x, body.delta_y), *after]

@@ -148,12 +148,12 @@ class X11Input:
         if isinstance(step, Click):
             # Press and release, not `click`: that sleeps its --delay (100 ms) after the last click too.
             button = str(BUTTON_NUMBERS[step.button])
-            args = []
+            clicks: list[str] = []
             for index in range(step.count):
                 if index:
-                    args += ["sleep", f"{CLICK_REPEAT_DELAY_MS / 1000:.3f}"]
-                args += ["mousedown", button, "mouseup", button]
-            return args
+                    clicks += ["sleep", f"{CLICK_REPEAT_DELAY_MS / 1000:.3f}"]
+                clicks += ["mousedown", button, "mouseup", button]
+            return clicks
         if isinstance(step, Wheel):
             args: list[str] = []
             for ticks, negative, positive in ((step.dy, 4, 5), (step.dx, 6, 7)):

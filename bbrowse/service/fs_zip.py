@@ -306,6 +306,9 @@ class _QueueWriter:
             self.handoff.put(bytes(self.buffer))
             self.buffer.clear()
 
+    def close(self) -> None:
+        """Nothing to release: zipfile never closes a file object it was given (it asks for the method)."""
+
 
 def _method_for(path: str, size: int) -> tuple[int, int | None]:
     """Stored for incompressible data (or empty files), deflated at level 1 otherwise."""
@@ -353,7 +356,7 @@ def _write_file(archive: zipfile.ZipFile, item: Item) -> None:
         info.file_size = st.st_size
         info.compress_type, level = _method_for(item.path, st.st_size)
         if level is not None:
-            info._compresslevel = level  # zipfile reads the level from here (3.11)
+            info._compresslevel = level  # type: ignore[attr-defined]  # zipfile reads the level from here (3.11)
         with archive.open(info, "w", force_zip64=st.st_size > 0x7FFFFFFF) as sink:
             shutil.copyfileobj(source, sink, COPY_BYTES)
 

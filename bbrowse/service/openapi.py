@@ -34,7 +34,11 @@ STATUS_MEANINGS: dict[int, str] = {
 SECURITY_SCHEME = "bearerAuth"
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+#: What FastAPI takes as `responses=`: by status, the OpenAPI response object.
+OpenApiResponses = dict[int | str, dict[str, Any]]
+
+
+def errors(*statuses: int) -> OpenApiResponses:
     """`responses=` for a route or router: each status with its contract body model and meaning."""
     return {
         status: {

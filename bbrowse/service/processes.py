@@ -281,8 +281,9 @@ class ManagedProcess:
         self._timers.clear()
         self._release_stdin_waiter()
         child = self.child
-        for fd in {child.master, child.stdin, child.stdout, child.stderr} - {None}:
-            os.close(fd)
+        for end in {child.master, child.stdin, child.stdout, child.stderr}:
+            if end is not None:
+                os.close(end)
         child.master = child.stdin = child.stdout = child.stderr = None
         self._stdin_fd = None
         if self.exit_code is None:  # forced: the child is still unreaped; the pidfd reaps it later

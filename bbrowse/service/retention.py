@@ -321,7 +321,8 @@ class Retention:
             for handler in handlers:
                 old, handler.stream = handler.stream, handler._open()
                 with contextlib.suppress(OSError):
-                    old.close()
+                    if old is not None:
+                        old.close()
         except OSError as exc:
             log.warning("retention: could not rotate the service log: %s", exc)
             return False

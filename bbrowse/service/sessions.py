@@ -20,6 +20,7 @@ files and `forget`s it.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import logging
@@ -279,7 +280,7 @@ class SessionManager:
         shutil.rmtree(session.workdir, ignore_errors=True)
         log.info("session %s ended (%s)", session.session_id, reason)
 
-    async def restore(self) -> list[Session]:
+    async def restore(self) -> builtins.list[Session]:  # `list` in this class is the method
         """Bring back the sessions a killed service left running (startup hook); the restored ones.
 
         A record that cannot be read is skipped (and logged); a session whose browser cannot be

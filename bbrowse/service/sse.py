@@ -82,7 +82,7 @@ async def with_heartbeat(events: AsyncIterator[bytes], interval: float = HEARTBE
                 continue
             parts = [item]
             size = len(item)
-            finished = False
+            finished: object = None  # _END or an exception met while joining
             while not queue.empty() and size < JOIN_BYTES:
                 nxt = queue.get_nowait()
                 if nxt is _END or isinstance(nxt, Exception):

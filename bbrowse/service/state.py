@@ -28,7 +28,8 @@ from bbrowse.service.retention import Retention, clock_from_env
 from bbrowse.service.sessions import Session, SessionManager
 from bbrowse.service.vm_token import VmTokens
 
-Hook = Callable[[], Awaitable[None]]
+#: A startup or shutdown step (what it returns is not used).
+Hook = Callable[[], Awaitable[object]]
 
 
 @dataclass

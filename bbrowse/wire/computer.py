@@ -153,7 +153,7 @@ class ComputerAction(BaseModel):
         return self
 
     def body(self) -> ActionBody:
-        value = getattr(self, self.type)
+        value: ActionBody | None = getattr(self, self.type)
         assert value is not None
         return value
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import binascii
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pybase64
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -141,7 +141,7 @@ class ProcessExitEvent(BaseModel):
 StdoutStreamEvent = ProcessOutputEvent | ProcessExitEvent
 
 
-def parse_stdout_event(payload: dict) -> StdoutStreamEvent:
+def parse_stdout_event(payload: dict[str, Any]) -> StdoutStreamEvent:
     if payload.get("event") == "exit":
         return ProcessExitEvent.model_validate(payload)
     return ProcessOutputEvent.model_validate(payload)

@@ -91,6 +91,7 @@ async def download_replay(replay_id: str, session: AnySession, state: State, req
 
 def _viewed_record(state: ServiceState, replay_id: str | None, token: str | None) -> tuple[ReplayRecord, str]:
     session_id = state.replay_tokens.verify(token, replay_id)
+    assert replay_id is not None  # verify refuses a link without one
     record = state.replays.find(replay_id)
     if record is None or record.session_id != session_id:
         raise not_found(f"replay {replay_id!r} not found")

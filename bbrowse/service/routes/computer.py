@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 
 from bbrowse.service.computer import ComputerManager
-from bbrowse.service.openapi import errors
+from bbrowse.service.openapi import OpenApiResponses, errors
 from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import OkResponse
@@ -35,7 +35,7 @@ PREFIX = "/browsers/{id_or_name}/computer"
 #: Unknown or ended session (404/410), Chromium or the display unusable (502/503).
 router = vm_served(APIRouter(tags=["computer"], responses=errors(404, 410, 502, 503)))
 
-DONE = {200: {"description": "Done (empty body)", "content": None}}
+DONE: OpenApiResponses = {200: {"description": "Done (empty body)", "content": None}}
 
 
 async def _manager(state: State) -> ComputerManager:

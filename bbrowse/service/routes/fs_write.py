@@ -25,7 +25,7 @@ from bbrowse.service import fs_write, fs_zip
 from bbrowse.service.errors import bad_request
 from bbrowse.service.files import field_error, require_absolute, run_blocking
 from bbrowse.service.fs_multipart import MultipartError, MultipartReader, boundary_of
-from bbrowse.service.openapi import errors
+from bbrowse.service.openapi import OpenApiResponses, errors
 from bbrowse.service.state import ActiveSession, State, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire.fs import (
@@ -43,8 +43,8 @@ PREFIX = "/browsers/{id_or_name}/fs"
 #: Unknown or ended session (404/410); bad input (400); missing (404); not allowed (403); in the way (409).
 router = vm_served(APIRouter(tags=["fs"], responses=errors(400, 403, 404, 409, 410)))
 
-CREATED = {201: {"description": "Done (empty body)", "content": None}}
-DONE = {200: {"description": "Done (empty body)", "content": None}}
+CREATED: OpenApiResponses = {201: {"description": "Done (empty body)", "content": None}}
+DONE: OpenApiResponses = {200: {"description": "Done (empty body)", "content": None}}
 PathQuery = Annotated[str, Query(description="Absolute path on the instance.", json_schema_extra={"pattern": "^/.*"})]
 
 
