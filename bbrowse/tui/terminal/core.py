@@ -69,11 +69,29 @@ _grid_ref = union_fn("ghostty_terminal_grid_ref", "GhosttyResult(*)(GhosttyTermi
 
 _ROW_RAW = lib.GHOSTTY_RENDER_STATE_ROW_DATA_CELLS_RAW
 _ROW_CELLS = lib.GHOSTTY_RENDER_STATE_ROW_DATA_CELLS
-_ROW_DIRTY = lib.GHOSTTY_RENDER_STATE_ROW_DATA_DIRTY
 _CELL_STYLE = lib.GHOSTTY_RENDER_STATE_ROW_CELLS_DATA_STYLE
 _CELL_GRAPHEME_LEN = lib.GHOSTTY_RENDER_STATE_ROW_CELLS_DATA_GRAPHEMES_LEN
 _CELL_GRAPHEME_BUF = lib.GHOSTTY_RENDER_STATE_ROW_CELLS_DATA_GRAPHEMES_BUF
 _STYLE_MEMO_LIMIT = 65536
+
+# libghostty's functions and constants, looked up once (an attribute of `lib` costs a dictionary
+# walk in cffi's ABI mode, and these run for every key and every frame).
+_SUCCESS = lib.GHOSTTY_SUCCESS
+_terminal_get = lib.ghostty_terminal_get
+_vt_write = lib.ghostty_terminal_vt_write
+_render_update = lib.ghostty_render_state_update
+_render_get = lib.ghostty_render_state_get
+_render_clean = lib.ghostty_render_state_clean
+_next_row = lib.ghostty_render_state_row_iterator_next
+_next_dirty_row = lib.ghostty_render_state_row_iterator_next_dirty
+_row_get = lib.ghostty_render_state_row_get
+_cells_select = lib.ghostty_render_state_row_cells_select
+_cells_get = lib.ghostty_render_state_row_cells_get
+_DATA_DIRTY = lib.GHOSTTY_RENDER_STATE_DATA_DIRTY
+_DATA_ROW_ITERATOR = lib.GHOSTTY_RENDER_STATE_DATA_ROW_ITERATOR
+_DIRTY_FALSE = lib.GHOSTTY_RENDER_STATE_DIRTY_FALSE
+_DIRTY_FULL = lib.GHOSTTY_RENDER_STATE_DIRTY_FULL
+_DATA_MODE = lib.GHOSTTY_TERMINAL_DATA_MODE
 
 
 def _check(result: int, what: str) -> None:
@@ -96,56 +114,64 @@ class _RenderState:
         self.cells_handle = ffi.gc(self.cells[0], lib.ghostty_render_state_row_cells_free)
         self.view = ffi.new("GhosttyCellsView*")
         self.dirty = ffi.new("GhosttyRenderStateDirty*")
-        self.row_dirty = ffi.new("bool*")
         self.style = ffi.new("GhosttyStyle*")
         self.style.size = ffi.sizeof("GhosttyStyle")
         self.grapheme_len = ffi.new("uint32_t*")
+        self.row_y = ffi.new("uint16_t*")
 
 
 class _RowReaders:
     """Style and grapheme lookups for the row under the render state's iterator (its cells handle is
     fetched on first use). Styles are memoised by their bytes across frames, and by style id in
-    `known` for as long as the caller says ids mean the same style (one page)."""
+    `known` for as long as ids mean the same style: style ids belong to a page of the terminal's
+    memory, and one table serves every row when the view lies in one page (asked on the first
+    lookup), else each row starts afresh."""
 
-    def __init__(self, render: _RenderState, styles: dict[bytes, Attr], iterator, known: dict[int, Attr]) -> None:
+    def __init__(self, render: _RenderState, styles: dict[bytes, Attr], iterator, one_page) -> None:
         self._render = render
         self._styles = styles
         self._iterator = iterator
-        self._known = known
+        self._one_page_check = one_page
+        self._one_page: bool | None = None
+        self.known: dict[int, Attr] = {}
         self._ready = False
 
     def next_row(self) -> None:
         self._ready = False
+        if self._one_page is False:
+            self.known.clear()
 
     def _select(self, x: int) -> None:
         render = self._render
         if not self._ready:
-            lib.ghostty_render_state_row_get(self._iterator, _ROW_CELLS, render.cells)
+            _row_get(self._iterator, _ROW_CELLS, render.cells)
             self._ready = True
-        lib.ghostty_render_state_row_cells_select(render.cells_handle, x)
+        _cells_select(render.cells_handle, x)
 
     def style_of(self, x: int, style_id: int) -> Attr:
+        if self._one_page is None:
+            self._one_page = bool(self._one_page_check())
         render = self._render
         self._select(x)
-        lib.ghostty_render_state_row_cells_get(render.cells_handle, _CELL_STYLE, render.style)
+        _cells_get(render.cells_handle, _CELL_STYLE, render.style)
         key = ffi.buffer(render.style)[:]
         attr = self._styles.get(key)
         if attr is None:
             if len(self._styles) >= _STYLE_MEMO_LIMIT:
                 self._styles.clear()
             attr = self._styles[key] = style_attr(render.style)
-        self._known[style_id] = attr
+        self.known[style_id] = attr
         return attr
 
     def graphemes(self, x: int) -> str:
         render = self._render
         self._select(x)
-        lib.ghostty_render_state_row_cells_get(render.cells_handle, _CELL_GRAPHEME_LEN, render.grapheme_len)
+        _cells_get(render.cells_handle, _CELL_GRAPHEME_LEN, render.grapheme_len)
         length = render.grapheme_len[0]
         if not length:
             return " "
         buffer = ffi.new("uint32_t[]", length)
-        lib.ghostty_render_state_row_cells_get(render.cells_handle, _CELL_GRAPHEME_BUF, buffer)
+        _cells_get(render.cells_handle, _CELL_GRAPHEME_BUF, buffer)
         return "".join(map(chr, buffer))
 
 
@@ -161,6 +187,8 @@ class TerminalCore:
         self._replies = bytearray()
         self._capture: bytearray | None = None
         self._callbacks: list[object] = []
+        self._outs: dict[str, object] = {}
+        self._mode = ffi.new("GhosttyTerminalModeConfig*")
         self._configure()
         self._render = _RenderState()
         self._rows: list[list[Run]] = [[(" " * cols, DEFAULT_ATTR)] for _ in range(rows)]
@@ -225,15 +253,19 @@ class TerminalCore:
         self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES, ffi.new("size_t*", self._scrollback_budget()))
 
     def _get(self, key: int, ctype: str):
-        out = ffi.new(ctype + "*")
-        _check(lib.ghostty_terminal_get(self._handle, key, out), f"terminal_get {key}")
+        """One `ghostty_terminal_get` value (structs are copied out by the caller right away)."""
+        out = self._outs.get(ctype)
+        if out is None:
+            out = self._outs[ctype] = ffi.new(ctype + "*")
+        if _terminal_get(self._handle, key, out) != _SUCCESS:
+            raise RuntimeError(f"libghostty: terminal_get {key} failed")
         return out[0]
 
     # ------------------------------------------------------------------ bytes in, replies out
 
     def feed(self, data: bytes) -> None:
         """Program output. Sequences and UTF-8 split across feeds are joined."""
-        lib.ghostty_terminal_vt_write(self._handle, data, len(data))
+        _vt_write(self._handle, data, len(data))
 
     def take_replies(self) -> bytes:
         """What the terminal answered since the last call (in order), for the program's input."""
@@ -327,7 +359,11 @@ class TerminalCore:
 
     def mode(self, number: int, ansi: bool = False) -> bool:
         """A DEC private mode (or with `ansi`, an ANSI mode) as the program set it."""
-        return self._terminal.mode(number, ansi)
+        config = self._mode
+        config.mode = (number & 0x7FFF) | (ansi << 15)  # ghostty_mode_new's packing (a static inline)
+        if _terminal_get(self._handle, _DATA_MODE, config) != _SUCCESS:
+            raise RuntimeError(f"libghostty: mode {number} failed")
+        return bool(config.value)
 
     @property
     def application_cursor_keys(self) -> bool:
@@ -455,42 +491,44 @@ class TerminalCore:
         """Bring the drawing state up to date: the rows of the view that changed since the last
         call are decoded (only those) and their numbers returned; read them with `row(y)`."""
         render = self._render
-        _check(lib.ghostty_render_state_update(render.state, self._handle), "render_state_update")
-        _check(lib.ghostty_render_state_get(render.state, lib.GHOSTTY_RENDER_STATE_DATA_DIRTY, render.dirty), "dirty")
+        if _render_update(render.state, self._handle) != _SUCCESS:
+            raise RuntimeError("libghostty: render_state_update failed")
+        _render_get(render.state, _DATA_DIRTY, render.dirty)
         level = render.dirty[0]
-        if level == lib.GHOSTTY_RENDER_STATE_DIRTY_FALSE:
+        if level == _DIRTY_FALSE:
             return set()
-        full = level == lib.GHOSTTY_RENDER_STATE_DIRTY_FULL
-        _check(lib.ghostty_render_state_get(render.state, lib.GHOSTTY_RENDER_STATE_DATA_ROW_ITERATOR, render.rows),
-               "row iterator")
+        _render_get(render.state, _DATA_ROW_ITERATOR, render.rows)
         iterator = render.iterator
-        row_get = lib.ghostty_render_state_row_get
         rows = self._rows
         count = len(rows)
-        # Style ids are per page of the terminal's memory: one lookup table serves every row when the
-        # view lies in one page (its first and last rows are), else each row gets its own.
-        one_page = self._page_of(0) == self._page_of(count - 1)
-        known: dict[int, Attr] = {}
-        readers = _RowReaders(render, self._styles, iterator, known)
+        readers = _RowReaders(render, self._styles, iterator, lambda: self._page_of(0) == self._page_of(count - 1))
+        style_of, graphemes, known = readers.style_of, readers.graphemes, readers.known
         dirty: set[int] = set()
-        y = -1
-        while lib.ghostty_render_state_row_iterator_next(iterator):
-            y += 1
-            if y >= count:
-                break
-            if not full:
-                row_get(iterator, _ROW_DIRTY, render.row_dirty)
-                if not render.row_dirty[0]:
-                    continue
-            row_get(iterator, _ROW_RAW, render.view)
-            raw = ffi.buffer(render.view.ptr, render.view.len * 8)[:]
-            if not one_page:
-                known.clear()
-            readers.next_row()
-            rows[y] = decode_row(raw, known, readers.style_of, readers.graphemes)
-            dirty.add(y)
-        lib.ghostty_render_state_clean(render.state)
+        if level == _DIRTY_FULL:
+            y = -1
+            while _next_row(iterator):
+                y += 1
+                if y >= count:
+                    break
+                readers.next_row()
+                rows[y] = decode_row(self._raw_row(iterator), known, style_of, graphemes)
+                dirty.add(y)
+        else:
+            row_y = render.row_y
+            while _next_dirty_row(iterator, row_y):
+                y = row_y[0]
+                if y >= count:
+                    break
+                readers.next_row()
+                rows[y] = decode_row(self._raw_row(iterator), known, style_of, graphemes)
+                dirty.add(y)
+        _render_clean(render.state)
         return dirty
+
+    def _raw_row(self, iterator) -> bytes:
+        view = self._render.view
+        _row_get(iterator, _ROW_RAW, view)
+        return ffi.buffer(view.ptr, view.len * 8)[:]
 
     def _page_of(self, y: int) -> int:
         """Which page of the terminal's memory holds row `y` of the view (an opaque number)."""

@@ -19,6 +19,7 @@ turned bracketed paste on (`?2004h`), and sends newlines as CR as a terminal doe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pyghostty import ffi, lib
 from textual.keys import REPLACED_KEYS, key_to_character
@@ -50,6 +51,18 @@ _CONTROL = {
     "^": 0x1E, "6": 0x1E, "~": 0x1E, "_": 0x1F, "7": 0x1F, "-": 0x1F, "/": 0x1F, "8": 0x7F, "?": 0x7F,
 }
 
+# libghostty's key functions, looked up once (attribute access on `lib` is slow in cffi's ABI mode).
+_SUCCESS = lib.GHOSTTY_SUCCESS
+_PRESS = lib.GHOSTTY_KEY_ACTION_PRESS
+_set_action = lib.ghostty_key_event_set_action
+_set_key = lib.ghostty_key_event_set_key
+_set_mods = lib.ghostty_key_event_set_mods
+_set_consumed = lib.ghostty_key_event_set_consumed_mods
+_set_utf8 = lib.ghostty_key_event_set_utf8
+_set_unshifted = lib.ghostty_key_event_set_unshifted_codepoint
+_setopt_from_terminal = lib.ghostty_key_encoder_setopt_from_terminal
+_encode = lib.ghostty_key_encoder_encode
+
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
 
@@ -80,6 +93,7 @@ def _base_character(base: str, character: str | None) -> str | None:
     return key_to_character(REPLACED_KEYS.get(base, base))
 
 
+@lru_cache(maxsize=1024)
 def key_press(key: str, character: str | None) -> KeyPress | bytes | None:
     """What was pressed: a `KeyPress` for the encoder, raw bytes for a key only known by its
     control character, or None for keys that mean nothing to a terminal."""
@@ -141,19 +155,18 @@ class KeyEncoder:
         if press is None or isinstance(press, bytes):
             return press
         event = self._event
-        lib.ghostty_key_event_set_action(event, lib.GHOSTTY_KEY_ACTION_PRESS)
-        lib.ghostty_key_event_set_key(event, press.key)
-        lib.ghostty_key_event_set_mods(event, press.mods)
+        _set_action(event, _PRESS)
+        _set_key(event, press.key)
+        _set_mods(event, press.mods)
         # Shift is "consumed" when it made the text (A, ?): the key is then plain text, not a chord.
         shifted_text = press.mods & SHIFT and press.text and ord(press.text[0]) != press.unshifted
-        lib.ghostty_key_event_set_consumed_mods(event, SHIFT if shifted_text else 0)
+        _set_consumed(event, SHIFT if shifted_text else 0)
         text = press.text.encode("utf-8", "surrogateescape")
         self._text = text  # the event borrows the bytes until the next key
-        lib.ghostty_key_event_set_utf8(event, text or ffi.NULL, len(text))
-        lib.ghostty_key_event_set_unshifted_codepoint(event, press.unshifted)
-        lib.ghostty_key_encoder_setopt_from_terminal(self._encoder, terminal)
-        result = lib.ghostty_key_encoder_encode(self._encoder, event, self._out, len(self._out), self._written)
-        if result != lib.GHOSTTY_SUCCESS or not self._written[0]:
+        _set_utf8(event, text or ffi.NULL, len(text))
+        _set_unshifted(event, press.unshifted)
+        _setopt_from_terminal(self._encoder, terminal)
+        if _encode(self._encoder, event, self._out, 128, self._written) != _SUCCESS or not self._written[0]:
             return None
         data = ffi.buffer(self._out, self._written[0])[:]
         if not kitty_flags and press.mods & CTRL and data.startswith(b"\x1b[") and data.endswith(b"u"):
