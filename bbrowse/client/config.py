@@ -8,7 +8,6 @@ and pass it in; nothing here reads files.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 
 from bbrowse.client.errors import ConfigError
 from bbrowse.client.retry import RetryPolicy
+from bbrowse.hosts import is_loopback
 
 ENV_TOKEN = "KERNEL_API_KEY"
 ENV_BASE_URL = "KERNEL_BASE_URL"
@@ -58,13 +58,7 @@ class ClientConfig:
     @property
     def is_loopback(self) -> bool:
         """True for a service on this machine: no proxy from the environment applies to it."""
-        host = (urlsplit(self.base_url).hostname or "").strip("[]")
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback((urlsplit(self.base_url).hostname or "").strip("[]"))
 
     @property
     def websocket_base_url(self) -> str:

@@ -7,7 +7,6 @@ Logs go to `bbrowse.log` (the supervisor log named `bbrowse`); tokens are never 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -19,21 +18,13 @@ from pathlib import Path
 import uvicorn
 
 from bbrowse.discovery import unknown_version_note, write_discovery
+from bbrowse.hosts import is_loopback
 from bbrowse.limits import RetentionLimits
 from bbrowse.paths import serve_file, state_dir
 from bbrowse.service.app import create_app
 from bbrowse.service.config import ServiceConfig
 
 DEFAULT_PORT = 7780
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 #: Environment variable that shortens (or lengthens) the life of replay view links, in seconds.
