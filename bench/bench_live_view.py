@@ -1,0 +1,309 @@
+"""The Screenshot tab's live view through the whole app: frames per second, click and keystroke until drawn.
+
+Run on purpose, not in the test suite:
+
+    .venv/bin/python bench/bench_live_view.py [--seconds 20] [--count 30] [--headful]
+
+It starts its own `bbrowse serve`, a session with a 1280×800 viewport, and the real app (Pilot) at
+160×45 with the Screenshot tab drawn in half cells (bbrowse's canvas), and measures:
+
+- frames per second sustained for --seconds, on a still page and on a page that changes everywhere
+  every frame (a moving gradient: every row of the picture is repainted), with each stage's share:
+  capture (the screenshot call), decode (PNG to pixels), draw (scaling and building the rows), paint
+  (until Textual has refreshed the screen with them);
+- click in interact mode until drawn: a Pilot click on the picture over a button that toggles red/green,
+  until a frame showing the new colour has been drawn in the pane (target ≤ 400 ms p50);
+- a typed character until drawn: a key typed in interact mode into a text field with a large font,
+  until a frame where the character shows has been drawn (target ≤ 400 ms p50);
+- the cost of the other renderings for the same 1280×800 frame at the same size: textual-image's
+  half cells, sixel (quantise + encode) and kitty graphics (PNG + base64), against bbrowse's canvas.
+
+The pane is drawn by Textual's headless driver here: writing to a real terminal adds its output time
+(see bench/README.md for a run under tmux).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import httpx  # noqa: E402
+from app_support import PaneScreen, make_app, wait_for  # noqa: E402
+from browser_page import BUTTON_AT, FIELD, FIELD_AT, open_probe, write_page  # noqa: E402
+from conftest import start_service, stop_service  # noqa: E402
+from PIL import Image  # noqa: E402
+from textual import events  # noqa: E402
+
+from bbrowse.tui.panes import screenshot as screenshot_pane  # noqa: E402
+from bbrowse.tui.panes.screenshot import ScreenshotPane  # noqa: E402
+from bbrowse.tui.screens.sessions import SessionsScreen  # noqa: E402
+from bbrowse.tui.widgets.halfcell import HalfcellCanvas  # noqa: E402
+
+SIZE = (160, 45)
+VIEWPORT = {"width": 1280, "height": 800}
+MOVING = """<!doctype html><body style="margin:0;overflow:hidden">
+<canvas id="c" width="1280" height="800"></canvas><script>
+const c = document.getElementById("c").getContext("2d"); let t = 0;
+function frame() {
+  t += 7;
+  const g = c.createLinearGradient(t % 1280, 0, 1280 - t % 1280, 800);
+  g.addColorStop(0, `hsl(${t % 360},80%,50%)`); g.addColorStop(1, `hsl(${(t + 180) % 360},80%,50%)`);
+  c.fillStyle = g; c.fillRect(0, 0, 1280, 800);
+  for (let i = 0; i < 40; i++) { c.fillStyle = `hsl(${(i * 9 + t) % 360},90%,60%)`;
+    c.fillRect((i * 97 + t * 3) % 1280, (i * 53 + t) % 800, 60, 40); }
+  requestAnimationFrame(frame);
+}
+frame();
+</script>"""
+
+
+def summary(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"p50 {statistics.median(samples):6.1f} ms  p95 {p95:6.1f} ms  (n={len(samples)})"
+
+
+class StageTimes:
+    """Wraps the pane's decode and the canvas's draw to time them (the capture time the pane keeps)."""
+
+    def __init__(self) -> None:
+        self.decode: list[float] = []
+        self.draw: list[float] = []
+        self.paint: list[float] = []
+        self.rows: list[int] = []
+        decode = screenshot_pane.decode_image
+        draw = HalfcellCanvas._draw
+        drawn = ScreenshotPane._drawn
+
+        def timed_decode(png: bytes):
+            started = time.perf_counter()
+            try:
+                return decode(png)
+            finally:
+                self.decode.append((time.perf_counter() - started) * 1000)
+
+        def timed_draw(canvas: HalfcellCanvas, everything: bool = False) -> None:
+            started = time.perf_counter()
+            draw(canvas, everything)
+            self.draw.append((time.perf_counter() - started) * 1000)
+            self.rows.append(canvas.rows_changed)
+
+        async def timed_drawn(pane: ScreenshotPane) -> None:
+            started = time.perf_counter()
+            await drawn(pane)
+            self.paint.append((time.perf_counter() - started) * 1000)
+
+        screenshot_pane.decode_image = timed_decode
+        HalfcellCanvas._draw = timed_draw
+        ScreenshotPane._drawn = timed_drawn
+
+    def reset(self) -> None:
+        self.decode.clear()
+        self.draw.clear()
+        self.paint.clear()
+        self.rows.clear()
+
+
+async def sustained(pilot, pane: ScreenshotPane, seconds: float, stages: StageTimes) -> None:
+    captures: list[float] = []
+    stages.reset()
+    start_frames, started = pane.frames, time.monotonic()
+    last = pane.frames
+    while time.monotonic() - started < seconds:
+        await pilot.pause(0.02)
+        if pane.frames != last and pane.capture_seconds is not None:
+            captures.append(pane.capture_seconds * 1000)
+            last = pane.frames
+    fps = (pane.frames - start_frames) / (time.monotonic() - started)
+    print(f"    {fps:5.1f} frames/s over {seconds:.0f} s "
+          f"(target ≥ 5) · rows repainted per frame p50 {statistics.median(stages.rows or [0]):.0f}")
+    print(f"      capture {summary(captures)}")
+    print(f"      decode  {summary(stages.decode)}")
+    print(f"      draw    {summary(stages.draw)}")
+    print(f"      paint   {summary(stages.paint)}   (until the screen was refreshed with it)")
+
+
+def pixel(pane: ScreenshotPane, at: tuple[int, int]) -> tuple[int, int, int]:
+    return pane.image.convert("RGB").getpixel(at)
+
+
+def green(colour: tuple[int, int, int]) -> bool:
+    return colour[1] > 200 and colour[0] < 80
+
+
+def dark_in_field(pane: ScreenshotPane) -> int:
+    """Dark pixels in the left part of the text field (where a typed character shows)."""
+    box = pane.image.convert("L").crop((FIELD[0] + 10, FIELD[1] + 10, FIELD[0] + 200, FIELD[1] + FIELD[3] - 10))
+    return sum(box.point(lambda value: 255 if value < 100 else 0).histogram()[255:])
+
+
+async def until_drawn(pilot, pane: ScreenshotPane, shows, started: float) -> float:
+    """Wait for the first frame drawn after `started` whose picture `shows(pane)`; ms since `started`."""
+    seen = pane.frames
+    deadline = started + 15
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0.002)
+        if pane.frames != seen:
+            seen = pane.frames
+            if shows(pane):
+                return (time.perf_counter() - started) * 1000
+    raise RuntimeError("the change never showed in the pane")
+
+
+def terminal_click(app, widget, cell: tuple[int, int]) -> None:
+    """A left click at `cell` of `widget` as the terminal driver delivers it (no Pilot: Pilot waits for the
+    app to be idle around each event, which a live view never is)."""
+    x, y = widget.region.x + cell[0], widget.region.y + cell[1]
+    for kind in (events.MouseDown, events.MouseUp, events.Click):
+        app.post_message(kind(None, x, y, 0, 0, 1, False, False, False, screen_x=x, screen_y=y))
+
+
+def terminal_key(app, key: str, character: str | None) -> None:
+    app.post_message(events.Key(key, character))
+
+
+async def click_latency(pilot, pane: ScreenshotPane, count: int) -> None:
+    cell = pane.view.geometry.cell_of(*BUTTON_AT)
+    samples = []
+    for _ in range(count):
+        await wait_for(pilot, lambda: pane.frames > 0)
+        before = green(pixel(pane, BUTTON_AT))
+        started = time.perf_counter()
+        terminal_click(pilot.app, pane.view, cell)
+        samples.append(await until_drawn(pilot, pane, lambda p, was=before: green(pixel(p, BUTTON_AT)) != was,
+                                         started))
+    print(f"    click → drawn      {summary(samples)}   (target ≤ 400 ms p50)")
+
+
+async def typing_latency(pilot, pane: ScreenshotPane, count: int) -> None:
+    terminal_click(pilot.app, pane.view, pane.view.geometry.cell_of(*FIELD_AT))
+    samples = []
+    for _ in range(count):
+        await until_drawn(pilot, pane, lambda p: dark_in_field(p) == 0, time.perf_counter())  # empty field drawn
+        started = time.perf_counter()
+        terminal_key(pilot.app, "W", "W")
+        samples.append(await until_drawn(pilot, pane, lambda p: dark_in_field(p) > 50, started))
+        terminal_key(pilot.app, "backspace", "\x7f")
+    print(f"    keystroke → drawn  {summary(samples)}   (target ≤ 400 ms p50)")
+
+
+def rendering_costs(png: bytes, repeat: int = 5) -> None:
+    """One 1280×800 frame at the pane's size, drawn by each rendering (ms per frame, bytes to the terminal)."""
+    from rich.console import Console
+    from textual.geometry import Size
+    from textual_image._pixeldata import PixelData
+    from textual_image._terminal import CellSize, get_cell_size
+    from textual_image.renderable.halfcell import Image as HalfcellImage
+    from textual_image.renderable.sixel import Image as SixelImage
+
+    from bbrowse.tui.widgets.halfcell import fit, scaled_pixels
+
+    get_cell_size._result = CellSize(10, 20)
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    columns, rows = fit(image.size, Size(SIZE[0], SIZE[1] - 4), (10, 20))
+    console = Console(width=columns, height=rows, file=io.StringIO(), color_system="truecolor", force_terminal=True)
+
+    def timed(render) -> tuple[float, int]:
+        times, size = [], 0
+        for _ in range(repeat):
+            started = time.perf_counter()
+            size = render()
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times), size
+
+    def rich_output(renderable) -> int:
+        buffer = io.StringIO()
+        Console(width=columns, height=rows, file=buffer, color_system="truecolor", force_terminal=True).print(
+            renderable)
+        return len(buffer.getvalue().encode())
+
+    canvas = HalfcellCanvas()
+
+    def ours() -> int:
+        pixels = scaled_pixels(image, columns, rows * 2)
+        stride = columns * 3
+        count = 0
+        for row in range(rows):
+            segments = canvas._row_segments(pixels[2 * row * stride:(2 * row + 1) * stride],
+                                            pixels[(2 * row + 1) * stride:(2 * row + 2) * stride], -1)
+            count += len(segments)
+        return count
+
+    results = {
+        "bbrowse canvas (half cells)": timed(ours),
+        "textual-image half cells": timed(lambda: rich_output(HalfcellImage(image, columns, rows))),
+        "sixel (textual-image)": timed(lambda: rich_output(SixelImage(image, columns, rows))),
+        "kitty graphics (PNG+base64)": timed(
+            lambda: len(PixelData(image).scaled(columns * 10, rows * 20).to_base64())),
+    }
+    del console
+    print(f"  rendering one 1280×800 frame into {columns}×{rows} cells (10×20 px cells):")
+    for name, (ms, size) in results.items():
+        unit = "segments" if name.startswith("bbrowse") else "bytes to the terminal"
+        print(f"    {name:30} {ms:7.1f} ms   {size:>9,} {unit}")
+
+
+async def run(service, http: httpx.AsyncClient, headless: bool, seconds: float, count: int, tmp: Path) -> None:
+    created = await http.post("/browsers", json={"headless": headless, "viewport": VIEWPORT, "timeout_seconds": 900})
+    created.raise_for_status()
+    browser = created.json()
+    sid = browser["session_id"]
+    ws, probe = await open_probe(browser["cdp_ws_url"])
+    stages = StageTimes()
+    try:
+        print(f"{'headless' if headless else 'headful'} session, 1280×800, app at {SIZE[0]}×{SIZE[1]}:")
+        await probe.open(write_page(tmp))
+        app = make_app(service)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), 30)
+            pane = ScreenshotPane(sid, rendering="halfcell", auto_capture=False)
+            await app.push_screen(PaneScreen(pane, "Screenshot", "screenshot"))
+            pane.focus_default()
+            await pilot.press("i")  # interact mode (starts the live view)
+            await wait_for(pilot, lambda: pane.frames >= 3, 60)
+            print("  still page:")
+            await sustained(pilot, pane, seconds, stages)
+            print("  latency in interact mode:")
+            await click_latency(pilot, pane, count)
+            await typing_latency(pilot, pane, count)
+            png = pane.png
+            moving = tmp / "moving.html"
+            moving.write_text(MOVING)
+            await probe.send("Page.navigate", {"url": moving.as_uri()})
+            await wait_for(pilot, lambda: pane.image is not None and pixel(pane, (640, 400)) != (255, 255, 255), 30)
+            print("  page changing everywhere every frame:")
+            await sustained(pilot, pane, seconds, stages)
+        rendering_costs(png)
+    finally:
+        await ws.close()
+        await http.delete(f"/browsers/{sid}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--count", type=int, default=30)
+    parser.add_argument("--headful", action="store_true", help="Also a headful session (xdotool on its Xvfb).")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bbrowse-bench-live-") as tmp:
+        service = start_service(Path(tmp) / "state")
+        try:
+            async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=60) as http:
+                for headless in (True, False) if args.headful else (True,):
+                    await run(service, http, headless, args.seconds, args.count, Path(tmp))
+        finally:
+            stop_service(service)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
