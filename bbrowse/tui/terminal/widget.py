@@ -606,9 +606,31 @@ class TerminalView(Widget, can_focus=True):
                 task.cancel()
 
 
+def _alt_digit_aliases() -> frozenset[str]:
+    """The key names Textual gives alt+1..alt+0 in terminals without the kitty keyboard protocol.
+
+    Such terminals send ESC 1 .. ESC 0, which Textual reads as the characters macOS's option key
+    types on a US layout (¡ ™ £ ...: WezTerm sends those sequences for them), so the app sees
+    `trade_mark_sign` where the user pressed alt+2."""
+    try:
+        from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
+        from textual.keys import _character_to_key
+    except ImportError:  # a Textual without the table: nothing to alias
+        return frozenset()
+    names = set()
+    for digit in "1234567890":
+        character = ANSI_SEQUENCES_KEYS.get("\x1b" + digit)
+        if isinstance(character, str) and len(character) == 1:
+            names.add(_character_to_key(character))
+    return frozenset(names)
+
+
+ALT_DIGIT_ALIASES = _alt_digit_aliases()
+
+
 def _is_alt_digit(key: str) -> bool:
     names, base = split_key(key)
-    return names == {"alt"} and len(base) == 1 and base.isdigit()
+    return (names == {"alt"} and len(base) == 1 and base.isdigit()) or key in ALT_DIGIT_ALIASES
 
 
 def _button_code(event: events.MouseEvent) -> int:
