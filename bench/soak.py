@@ -59,6 +59,8 @@ class Snapshot:
     zombies: int
     state: int
     state_without_log: int
+    #: Who the zombies are: "name (pid, parent pid)".
+    zombie_names: tuple[str, ...] = ()
 
     def row(self) -> list[str]:
         mib = 1 << 20
@@ -69,16 +71,17 @@ class Snapshot:
 def snapshot(handle: ServiceHandle) -> Snapshot:
     proc = psutil.Process(handle.pid)
     children = proc.children(recursive=True)
-    zombies = 0
+    zombies: list[str] = []
     for child in children:
         try:
-            zombies += child.status() == psutil.STATUS_ZOMBIE
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(f"{child.name()} ({child.pid}, parent {child.ppid()})")
         except psutil.NoSuchProcess:
             continue
     root = handle.state_dir / "service"
     state = tree_size(root)
     return Snapshot(proc.memory_info().rss, len(os.listdir(f"/proc/{handle.pid}/fd")), proc.num_threads(),
-                    len(children), zombies, state, state - tree_size(root / "logs"))
+                    len(children), len(zombies), state, state - tree_size(root / "logs"), tuple(zombies))
 
 
 class Soak:
@@ -239,8 +242,8 @@ async def main_async(args) -> int:
     }
     for name, ok in flat.items():
         print(f"  {name}: {'flat' if ok else 'GREW'}")
-    print(f"zombies after: {after.zombies}; orphans after SIGKILL: {orphans or 0}; shells reparented to init: "
-          f"{leftover_shells or 0}")
+    print(f"zombies after: {after.zombies} {list(after.zombie_names) or ''}; orphans after SIGKILL: {orphans or 0}; "
+          f"shells reparented to init: {leftover_shells or 0}")
     ok = all(flat.values()) and not after.zombies and not orphans and not leftover_shells and not soak.failures
     return 0 if ok else 1
 
