@@ -183,6 +183,12 @@ class SessionScreen(BbrowseScreen):
     def action_back(self) -> None:
         self.app.pop_screen()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`enter` goes into the tab only from the tab bar (the footer shows it only there)."""
+        if action == "enter_pane":
+            return self.focused is None or self.focused is self.tab_bar
+        return True
+
     def action_enter_pane(self) -> None:
         """enter on the tab bar: into the shown tab (into the shell on Shells)."""
         active = self.tabbed.active
