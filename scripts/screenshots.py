@@ -31,6 +31,13 @@ OUT = Path(os.environ.get("BBROWSE_SCREENSHOTS_DIR", ROOT / "screenshots"))
 SIZE = (128, 36)
 PAGE = ("data:text/html,<body style='font:40px sans-serif;background:%23204060;color:white'>"
         "<h1>bbrowse</h1><p>a real Chromium, screenshotted over CDP</p></body>")
+#: The live view's page: a button that turns green when clicked and a field to type into.
+LIVE_PAGE = ("data:text/html,<body style='margin:0;font:120px sans-serif;background:%23f4f1ea;color:%23222'>"
+             "<h1 style='margin:30px 40px;font-size:120px'>Sign in</h1>"
+             "<input id=t style='position:absolute;left:40px;top:220px;width:900px;height:170px;font:130px sans-serif'>"
+             "<button style='position:absolute;left:40px;top:460px;width:560px;height:220px;font:110px sans-serif;"
+             "border:0;border-radius:30px;background:%23c0392b;color:white' "
+             "onclick=\"this.style.background='%2327ae60';this.textContent='Done'\">Go</button></body>")
 
 
 async def settle(pilot, seconds: float) -> None:
@@ -50,6 +57,9 @@ async def main() -> None:
             replay = (await http.post(f"/browsers/{demo['session_id']}/replays", json={"framerate": 10})).json()
             await asyncio.sleep(2)
             await http.post(f"/browsers/{demo['session_id']}/replays/{replay['replay_id']}/stop")
+            live = (await http.post("/browsers", json={"name": "live-view", "start_url": LIVE_PAGE,
+                                                       "viewport": {"width": 1280, "height": 800},
+                                                       "timeout_seconds": 3600})).json()
         app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "embedded"))
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot, 2.0)
@@ -72,8 +82,32 @@ async def main() -> None:
                     await pilot.press("g", "ctrl+u", *[_key(c) for c in "/etc/os-release"], "enter")
                     await settle(pilot, 2.0)
                 app.save_screenshot(str(OUT / f"{tab}.svg"))
+            await live_view(pilot, app, live)
     finally:
         stop_service(service)
+
+
+async def live_view(pilot, app: BbrowseApp, live: dict) -> None:
+    """The Screenshot tab's live view in interact mode: a click on the button, text typed into the field."""
+    from bbrowse.tui.panes.screenshot import ScreenshotPane
+
+    app.pop_screen()
+    app.push_screen(SessionScreen(Browser.model_validate(live)))
+    await settle(pilot, 2.5)
+    app.screen.action_show_tab("screenshot")
+    await settle(pilot, 1.0)
+    pane = app.screen.query_one(ScreenshotPane)
+    await pilot.press("i")
+    for _ in range(100):
+        if pane.frames >= 3:
+            break
+        await settle(pilot, 0.2)
+    geometry = pane.view.geometry
+    await pilot.click(pane.view, offset=geometry.cell_of(320, 570))  # the button
+    await pilot.click(pane.view, offset=geometry.cell_of(490, 305))  # the field
+    await pilot.press(*[_key(c) for c in "hello!"])
+    await settle(pilot, 3.0)
+    app.save_screenshot(str(OUT / "live-view.svg"))
 
 
 def _key(char: str) -> str:

@@ -43,7 +43,7 @@ from bbrowse.uploads import UploadPlan, plan, upload
 from bbrowse.wire import FileInfo
 
 HINT = ("enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload · "
-        "u upload · n new dir · R rename/move · d delete · c mode · z zip")
+        "u upload · n mkdir · R move · d delete · c chmod · z zip")
 #: Seconds the finished progress bar stays up, so the user sees where the file went.
 SAVED_BAR_SECONDS = 6.0
 #: Changes reported by the watch within this many seconds are listed again together.
@@ -166,10 +166,10 @@ class FilesPane(Vertical):
         Binding("m", "load_more", "More", id="files.more", show=False),
         Binding("u", "upload", "Upload", id="files.upload"),
         Binding("n", "new_directory", "New dir", id="files.mkdir"),
-        Binding("R", "move", "Rename/move", id="files.move"),
+        Binding("R", "move", "Move", id="files.move"),
         Binding("d", "delete", "Delete", id="files.delete"),
         Binding("c", "chmod", "Mode", id="files.chmod"),
-        Binding("z", "zip", "Zip dir", id="files.zip"),
+        Binding("z", "zip", "Zip", id="files.zip"),
     ]
 
     DEFAULT_CSS = """
