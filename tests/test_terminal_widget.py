@@ -308,6 +308,7 @@ async def test_keys_answer_at_once_during_a_flood() -> None:
         await pilot.pause()
         # Coloured, so no shortcut applies: every byte has to go through the core.
         chunk = b"\x1b[32my\x1b[0m\r\n" * 20_000 + b"".join(f"{i} lorem ipsum dolor\r\n".encode() for i in range(3000))
+        started = time.perf_counter()
         for _ in range(40):  # ~11 MB queued faster than it can be drawn
             view.feed(chunk)
         latencies = []
@@ -321,8 +322,11 @@ async def test_keys_answer_at_once_during_a_flood() -> None:
         await until(app, lambda: app.sent.endswith(b"\x03"))
         assert bytes(app.sent) == b"abc\x03"
         print("key latencies during the flood (ms):", [round(x * 1000, 1) for x in latencies])
-        assert max(latencies) < 0.5, latencies
         await view.wait_drained()
+        drained = time.perf_counter() - started
+        # Relative to the flood, not to a wall clock that a busy machine stretches: each key is sent within a
+        # small part of the time the flood takes to go through (waiting behind it would take all of it).
+        assert max(latencies) < drained / 4, (latencies, drained)
         await pilot.pause(0.05)
         assert row_text(view, view.size.height - 2) == "2999 lorem ipsum dolor"
 

@@ -29,6 +29,7 @@ from bbrowse.tui.panes.logs import LogsPane
 from bbrowse.tui.panes.replays import ReplaysPane
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.panes.shells import ShellsPane
+from bbrowse.tui.terminal.widget import alt_digit_keys
 from bbrowse.wire import Browser
 
 PaneFactory = Callable[[str], Widget]
@@ -53,8 +54,8 @@ class SessionScreen(BbrowseScreen):
         Binding("escape", "back", "Back", id="session.back"),
         Binding("enter", "enter_pane", "Into tab", id="session.enter"),
         *(
-            Binding(f"alt+{number},{number}", f"show_tab('{tab_id}')", f"{label} tab", id=f"session.tab_{tab_id}",
-                    show=False)
+            Binding(f"{alt_digit_keys(number)},{number}", f"show_tab('{tab_id}')", f"{label} tab",
+                    id=f"session.tab_{tab_id}", show=False)
             for number, (tab_id, label, _) in enumerate(TABS, start=1)
         ),
     ]

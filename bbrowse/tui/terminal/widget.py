@@ -606,8 +606,8 @@ class TerminalView(Widget, can_focus=True):
                 task.cancel()
 
 
-def _alt_digit_aliases() -> frozenset[str]:
-    """The key names Textual gives alt+1..alt+0 in terminals without the kitty keyboard protocol.
+def _alt_digit_aliases() -> dict[str, str]:
+    """The key names Textual gives alt+1..alt+0 in terminals without the kitty keyboard protocol, by digit.
 
     Such terminals send ESC 1 .. ESC 0, which Textual reads as the characters macOS's option key
     types on a US layout (¡ ™ £ ...: WezTerm sends those sequences for them), so the app sees
@@ -616,16 +616,24 @@ def _alt_digit_aliases() -> frozenset[str]:
         from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
         from textual.keys import _character_to_key
     except ImportError:  # a Textual without the table: nothing to alias
-        return frozenset()
-    names = set()
+        return {}
+    names: dict[str, str] = {}
     for digit in "1234567890":
         character = ANSI_SEQUENCES_KEYS.get("\x1b" + digit)
         if isinstance(character, str) and len(character) == 1:
-            names.add(_character_to_key(character))
-    return frozenset(names)
+            names[digit] = _character_to_key(character)
+    return names
 
 
-ALT_DIGIT_ALIASES = _alt_digit_aliases()
+_ALT_DIGIT_NAMES = _alt_digit_aliases()
+ALT_DIGIT_ALIASES = frozenset(_ALT_DIGIT_NAMES.values())
+
+
+def alt_digit_keys(digit: int | str) -> str:
+    """A binding's key string for alt+`digit` in every terminal: `alt+2` and the name it arrives as without
+    the kitty protocol (`trade_mark_sign`), so a screen's alt+N binding fires in tmux and xterm too."""
+    alias = _ALT_DIGIT_NAMES.get(str(digit))
+    return f"alt+{digit},{alias}" if alias else f"alt+{digit}"
 
 
 def _is_alt_digit(key: str) -> bool:
