@@ -18,6 +18,7 @@ import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -100,6 +101,7 @@ class AttachSession:
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
                 raise ConnectionLost(f"attach {self.url}: {exc or type(exc).__name__}") from exc
             break
+        assert self._ws is not None
         sock = self._ws.transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -109,11 +111,12 @@ class AttachSession:
         return self
 
     @property
-    def local_address(self) -> tuple | None:
+    def local_address(self) -> tuple[Any, ...] | None:
         """This end of the connection, (host, port, ...), while connected: to find it in `ss` or a trace."""
         if self._ws is None:
             return None
-        return self._ws.transport.get_extra_info("sockname")
+        address: tuple[Any, ...] = self._ws.transport.get_extra_info("sockname")
+        return address
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

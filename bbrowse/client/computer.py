@@ -22,7 +22,7 @@ class Computer:
 
         `BrowserUnavailable` when the session has no working browser.
         """
-        body: dict = {}
+        body: dict[str, Any] = {}
         if region is not None:
             if not isinstance(region, ScreenshotRegion):
                 x, y, width, height = region

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from bbrowse.wire import ErrorDetail
 
@@ -191,7 +192,7 @@ def parse_error_body(body: bytes) -> ParsedErrorBody | None:
     )
 
 
-def _detail(raw: dict) -> ErrorDetail:
+def _detail(raw: dict[str, Any]) -> ErrorDetail:
     code, message = raw.get("code"), raw.get("message")
     return ErrorDetail(code=code if isinstance(code, str) else None,
                        message=message if isinstance(message, str) else None)

@@ -34,12 +34,15 @@ LIMITS = httpx.Limits(max_connections=MAX_CALL_CONNECTIONS, max_keepalive_connec
 #: Streams: no cap (each is one open stream the caller asked for; the service bounds what it serves).
 STREAM_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY)
 
-_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, httpx.AsyncClient]] = (
+#: A pool serves one service, token and set of timeouts: (base_url, token, connect_timeout, timeout).
+PoolKey = tuple[str, str, float, float]
+
+_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, httpx.AsyncClient]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _key(config: ClientConfig) -> tuple:
+def _key(config: ClientConfig) -> PoolKey:
     return (config.base_url, config.token, config.connect_timeout, config.timeout)
 
 

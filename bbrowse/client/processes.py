@@ -18,7 +18,7 @@ from bbrowse.client.errors import IncompleteStream, ProtocolError
 from bbrowse.client.sse import iter_sse_json
 from bbrowse.client.stdin_writer import StdinWriter
 from bbrowse.client.streams import OPENED, Stream
-from bbrowse.client.transport import Transport, segment
+from bbrowse.client.transport import Endpoint, Transport, segment
 from bbrowse.wire import (
     ExecResult,
     OkResponse,
@@ -139,7 +139,7 @@ class Processes:
         out, err = bytearray(), bytearray()
         async with self.stdout_stream(id_or_name, process_id) as events:
             async for event in events:
-                if type(event) is ProcessOutputEvent:
+                if isinstance(event, ProcessOutputEvent):
                     (out if event.stream == "stdout" else err).extend(event.data())
                 else:
                     return bytes(out), bytes(err), event.exit_code
@@ -164,6 +164,7 @@ class Processes:
         route, else (or when the VM refuses the jwt) through the control plane. `url` overrides both.
         """
         config = self._t.config
+        endpoints: list[Endpoint]
         if url is not None:
             endpoints = [(url, {"Authorization": f"Bearer {config.token}"}, None)]
         else:

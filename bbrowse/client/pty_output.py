@@ -242,9 +242,9 @@ class PtyOutput:
                 if data:
                     await self._deliver(data)
             if pending is not None:
-                read, pending = pending, None
+                last, pending = pending, None
                 try:
-                    data = await read
+                    data = await last
                 except StopAsyncIteration:
                     return False
                 await self._deliver(data)
@@ -333,7 +333,7 @@ class _ExitHolder:
 async def _output_of(events: AsyncIterator[StdoutStreamEvent], ending: _ExitHolder) -> AsyncIterator[bytes]:
     """The bytes of a `stdout/stream`; the exit code goes to `ending`."""
     async for event in events:
-        if type(event) is ProcessExitEvent:
+        if isinstance(event, ProcessExitEvent):
             ending.code = event.exit_code
             return
         yield event.data()

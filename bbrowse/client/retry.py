@@ -30,7 +30,7 @@ class RetryPolicy:
 
     def backoff(self, retry_number: int) -> float:
         """Exponential backoff with jitter: half fixed, half random, so clients do not retry in lockstep."""
-        ceiling = min(self.max_delay, self.base_delay * (2 ** retry_number))
+        ceiling = min(self.max_delay, self.base_delay * (2.0 ** retry_number))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def delay_for(self, retry_number: int, retry_after: float | None) -> float | None:

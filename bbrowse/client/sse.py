@@ -31,7 +31,7 @@ async def iter_sse_json(response: httpx.Response, what: str) -> AsyncIterator[ob
     """The JSON payload of each event of `response`, in order, until the service ends the stream."""
     check_event_stream(response, what)
     buffer = bytearray()
-    data: list[bytes] = []
+    data: list[bytearray] = []  # pieces of `buffer`
     in_event = False
     try:
         async for chunk in response.aiter_bytes():

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from bbrowse.client.config import ClientConfig
-from bbrowse.client.errors import ConnectionLost, RequestTimeout, error_from_response
+from bbrowse.client.errors import ClientError, ConnectionLost, RequestTimeout, ServiceError, error_from_response
 from bbrowse.client.pool import shared_http_client
 from bbrowse.client.retry import RETRYABLE_STATUSES, parse_retry_after
 from bbrowse.client.routing import Route, RouteCache, subresources_from_env
@@ -28,6 +28,8 @@ from bbrowse.client.routing import Route, RouteCache, subresources_from_env
 MAX_ERROR_BODY = 64 * 1024
 _OK = (200,)
 _SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+#: Where to open a WebSocket: its URL, the headers to send, and the session's route when it is the VM's.
+Endpoint = tuple[str, dict[str, str], Route | None]
 
 
 def segment(value: str) -> str:
@@ -127,7 +129,7 @@ class Transport:
             try:
                 response = await self.http.send(request)
             except httpx.TransportError as exc:
-                error = describe_transport_error(exc, method, self._target(path, direct))
+                error: ClientError = describe_transport_error(exc, method, self._target(path, direct))
                 await self._wait_or_raise(error, exc, attempt, None, idempotent and replayable(content), started)
                 attempt += 1
                 continue
@@ -168,7 +170,7 @@ class Transport:
             try:
                 response = await self.http.send(request, stream=True)
             except httpx.TransportError as exc:
-                error = describe_transport_error(exc, method, self._target(path, direct))
+                error: ClientError = describe_transport_error(exc, method, self._target(path, direct))
                 await self._wait_or_raise(error, exc, attempt, None, idempotent, started)
                 attempt += 1
                 continue
@@ -191,10 +193,10 @@ class Transport:
         finally:
             await response.aclose()
 
-    def websocket_endpoints(self, path: str) -> list[tuple[str, dict[str, str], Route | None]]:
+    def websocket_endpoints(self, path: str) -> list[Endpoint]:
         """Where to open the WebSocket at `path`, in order: the session's VM (jwt in the query, no API key)
         when its route is known, then the control plane (bearer token)."""
-        endpoints: list[tuple[str, dict[str, str], Route | None]] = []
+        endpoints: list[Endpoint] = []
         direct = self.routes.for_path(path)
         if direct is not None:
             endpoints.append((direct[0].websocket_url(direct[1]), {}, direct[0]))
@@ -202,7 +204,7 @@ class Transport:
                           {"Authorization": f"Bearer {self.config.token}"}, None))
         return endpoints
 
-    def _error(self, response: httpx.Response, body: bytes, method: str, url: str):
+    def _error(self, response: httpx.Response, body: bytes, method: str, url: str) -> ServiceError:
         return error_from_response(
             response.status_code, body, method=method, url=url,
             retry_after=parse_retry_after(response.headers.get("retry-after")),
