@@ -51,7 +51,7 @@ import click
 from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
-from bbrowse.wire import ProcessExitEvent
+from bbrowse.wire import ProcessExitEvent, Signal
 
 #: What runs when no command is given: bash where there is one, else sh.
 DEFAULT_COMMAND = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
@@ -294,6 +294,7 @@ class TerminalSession(_Session):
         write_all(self.stdout, data)
 
     async def _copy_output(self) -> int:
+        assert self.output is not None  # made by run() before anything reads it
         code = await self.output.run()
         if code is None:
             sys.stderr.write(f"bbrowse: process {self.process_id} ended; its exit status is no longer known\r\n")
@@ -304,7 +305,7 @@ class TerminalSession(_Session):
         self.start(self._copy_output(), ends_session=True)
         self.start(_pump_until_closed(self.pump))
         self.start(self._send_resizes())
-        installed: list[int] = []
+        installed: list[signal.Signals] = []
         try:
             with RawTerminal(self.fd):
                 for sig in _SIGNALS_ENDING_SESSION:
@@ -350,6 +351,7 @@ class TerminalSession(_Session):
                 continue
             self.size = size
             with contextlib.suppress(ServiceError):  # the program exited meanwhile: nothing to resize
+                assert self.output is not None
                 await self.output.resize(*size)
 
 
@@ -366,7 +368,7 @@ class PipeSession(_Session):
         proc = await self.client.processes.spawn(self.session, "sh", ["-c", PIPE_WRAPPER, "bbrowse-shell", *argv])
         self.process_id = proc.process_id
         events = self.client.processes.stdout_stream(self.session, proc.process_id)
-        installed: list[int] = []
+        installed: list[signal.Signals] = []
         try:
             async with events:
                 self.start(self.copy_output(events, split_streams=True), ends_session=True)
@@ -396,7 +398,7 @@ class PipeSession(_Session):
     def _forward_interrupt(self) -> None:
         self.start(self._kill("INT"))
 
-    async def _kill(self, sig: str) -> None:
+    async def _kill(self, sig: Signal) -> None:
         with contextlib.suppress(ServiceError):
             await self.client.processes.kill(self.session, self.process_id, sig)
 
