@@ -7,8 +7,9 @@ Run on purpose, not in the test suite:
 It starts its own `bbrowse serve`, a session with a 1280×800 viewport, and the real app (Pilot) at
 160×45 with the Screenshot tab drawn in half cells (bbrowse's canvas), and measures:
 
-- frames per second sustained for --seconds, on a still page and on a page that changes everywhere
-  every frame (a moving gradient: every row of the picture is repainted), with each stage's share:
+- frames per second sustained for --seconds, on a still page, on a page that changes everywhere every
+  frame with new colours (a moving gradient), and on a text page scrolling continuously (every row of
+  the picture repainted, with a page's usual colours), with each stage's share:
   capture (the screenshot call), decode (PNG to pixels), draw (scaling and building the rows), paint
   (until Textual has refreshed the screen with them);
 - click in interact mode until drawn: a Pilot click on the picture over a button that toggles red/green,
@@ -65,8 +66,23 @@ function frame() {
 frame();
 </script>"""
 
+SCROLLING = """<!doctype html><body style="margin:0 40px;font:22px/1.5 sans-serif;color:#222;background:#fff">
+<script>
+const words = "the quick brown fox jumps over the lazy dog while a browser draws its page".split(" ");
+for (let i = 0; i < 400; i++) {
+  const p = document.createElement(i % 9 ? "p" : "h2");
+  p.textContent = Array.from({length: i % 9 ? 40 : 6}, (_, j) => words[(i * 7 + j) % words.length]).join(" ");
+  if (i % 13 === 0) p.style.background = `hsl(${i * 37 % 360},60%,85%)`;
+  document.body.appendChild(p);
+}
+function step() { scrollBy(0, 6); if (scrollY > 20000) scrollTo(0, 0); requestAnimationFrame(step); }
+step();
+</script>"""
+
 
 def summary(samples: list[float]) -> str:
+    if not samples:
+        return "none (every frame was the same picture: not decoded, nothing to paint)"
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
     return f"p50 {statistics.median(samples):6.1f} ms  p95 {p95:6.1f} ms  (n={len(samples)})"
@@ -281,7 +297,14 @@ async def run(service, http: httpx.AsyncClient, headless: bool, seconds: float, 
             moving.write_text(MOVING)
             await probe.send("Page.navigate", {"url": moving.as_uri()})
             await wait_for(pilot, lambda: pane.image is not None and pixel(pane, (640, 400)) != (255, 255, 255), 30)
-            print("  page changing everywhere every frame:")
+            print("  page changing everywhere every frame (a moving gradient: new colours every frame):")
+            await sustained(pilot, pane, seconds, stages)
+            scrolling = tmp / "scrolling.html"
+            scrolling.write_text(SCROLLING)
+            await probe.send("Page.navigate", {"url": scrolling.as_uri()})
+            shown = pane.frames
+            await wait_for(pilot, lambda: pane.frames >= shown + 3, 30)
+            print("  text page scrolling continuously (every row changes, a page's usual colours):")
             await sustained(pilot, pane, seconds, stages)
         rendering_costs(png)
     finally:

@@ -211,7 +211,8 @@ class ScreenshotPane(Vertical, can_focus=True):
         try:
             png = await computer.screenshot(self.session_id, region=self.capture_region)
             self.capture_seconds = time.perf_counter() - started
-            image = await asyncio.to_thread(decode_image, png)
+            same = png == self.png and self.image is not None  # a still page: nothing to decode or draw
+            image = self.image if same else await asyncio.to_thread(decode_image, png)
         except ClientError as error:
             failure = error
         except Exception as error:  # Pillow: the answer was not an image
@@ -225,7 +226,8 @@ class ScreenshotPane(Vertical, can_focus=True):
             return False
         self.mouse = await where
         self.show_png(png, image=image)
-        await self._drawn()
+        if self.view.changed_rows != 0:  # nothing changed on screen: nothing to wait for
+            await self._drawn()
         self.frames += 1
         self.frame_times.append(time.monotonic())
         self._update_status()

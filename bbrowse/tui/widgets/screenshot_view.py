@@ -122,6 +122,12 @@ class ScreenshotView(Widget):
         widget.image = with_cursor_mark(image, cursor) if image is not None else None  # type: ignore[attr-defined]
 
     @property
+    def changed_rows(self) -> int | None:
+        """Rows the last `show` repainted (0: the screen is already right), None when not known (textual-image)."""
+        widget = self.query_one(".inline-image")
+        return widget.rows_changed if isinstance(widget, HalfcellCanvas) else None
+
+    @property
     def geometry(self) -> Geometry | None:
         """Where the picture is drawn in the view (cells), and the image's size; None before the first."""
         widget = self.query_one(".inline-image")
