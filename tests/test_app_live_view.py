@@ -178,3 +178,22 @@ async def test_clicking_the_live_view_presses_the_button_and_the_pane_draws_it(
         assert not pane.live
         await pilot.press("x")  # nothing reaches the browser any more
         assert await page.field_value() == "X"
+
+
+@pytest.mark.chromium
+@needs_chromium
+async def test_the_live_view_stops_when_the_session_is_deleted(service, http: httpx.AsyncClient) -> None:
+    created = await http.post("/browsers", json={"timeout_seconds": 300})
+    assert created.status_code == 200, created.text
+    session_id = created.json()["session_id"]
+    app = make_app(service)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await open_live_view(pilot, app, session_id)
+        await pilot.press("i")
+        await wait_for(pilot, lambda: pane.frames >= 1, timeout=40)
+        assert (await http.delete(f"/browsers/{session_id}")).status_code in (200, 204)
+        await wait_for(pilot, lambda: not pane.live, timeout=30, what="the live view stopped")
+        assert not pane.interacting
+        shown = str(pane.query_one("#shot-error").render())
+        assert "(404)" in shown or "(410)" in shown
+        assert "paused" in str(pane.query_one("#shot-status").render())

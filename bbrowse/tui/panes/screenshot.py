@@ -31,7 +31,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from bbrowse.client import ClientError, ServiceError
+from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
 from bbrowse.tui.app import settings_of
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.saving import commit, partial_path
@@ -147,6 +147,7 @@ class ScreenshotPane(Vertical, can_focus=True):
         #: Frames drawn since the pane was made (tests and benchmarks wait on it).
         self.frames = 0
         self.remote: RemoteInput | None = None
+        self._last_failure: BaseException | None = None
         self._shown_once = False
 
     def compose(self) -> ComposeResult:
@@ -254,6 +255,7 @@ class ScreenshotPane(Vertical, can_focus=True):
         self.image = image if image is not None else decode_image(png)
         self.captured_at = captured_at or datetime.now().astimezone()
         self.error = None
+        self._last_failure = None
         self.query_one("#shot-error").remove_class("shown")
         self.add_class("-has-image")
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
@@ -271,7 +273,13 @@ class ScreenshotPane(Vertical, can_focus=True):
             return x, y
         return None
 
+    @property
+    def session_gone(self) -> bool:
+        """The last capture failed because the session no longer exists."""
+        return isinstance(self._last_failure, SessionGone | NotFound)
+
     def _failed(self, error: BaseException, prefix: str = "") -> None:
+        self._last_failure = error
         if isinstance(error, ServiceError):
             text = f"{error.code} ({error.status}): {error.message}"
         else:
@@ -302,6 +310,11 @@ class ScreenshotPane(Vertical, can_focus=True):
                 ok = await self._capture_once()
             finally:
                 self.capturing = False
+            if not ok and self.session_gone:
+                self._set_live(False)  # the session was deleted: nothing will ever come back
+                if self.interacting:
+                    self._leave_interact()
+                return
             pause = self.interval - (time.monotonic() - started) if ok else RETRY_SECONDS
             if pause > 0:
                 await asyncio.sleep(pause)
