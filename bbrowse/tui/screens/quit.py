@@ -53,7 +53,8 @@ class QuitScreen(ModalScreen[QuitChoice | None]):
         self.query_one("#quit-cancel", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss({"quit-stop": "stop", "quit-keep": "keep"}.get(event.button.id or ""))
+        choices: dict[str, QuitChoice] = {"quit-stop": "stop", "quit-keep": "keep"}
+        self.dismiss(choices.get(event.button.id or ""))
 
     def action_answer(self, choice: QuitChoice | None) -> None:
         self.dismiss(choice)

@@ -657,7 +657,7 @@ class LogView(ScrollView, can_focus=True):
                 for body in bodies:
                     body.highlight_words([search], match_style, case_sensitive=False)
         console = self.app.console
-        strips: list[Strip] = []
+        strips = []
         for index, body in enumerate(bodies):
             if self.show_timestamps:
                 stamp = format_timestamp(buffer.timestamp(seq)) + " " if index == 0 else " " * TIMESTAMP_WIDTH

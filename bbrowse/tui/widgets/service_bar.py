@@ -49,7 +49,10 @@ class ServiceBar(Static):
     crumbs: reactive[tuple[str, ...]] = reactive(("Sessions",))
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _theme: self.refresh(), init=False)
+        self.watch(self.app, "theme", self._theme_changed, init=False)
+
+    def _theme_changed(self, _theme: str) -> None:
+        self.refresh()
 
     def on_resize(self) -> None:
         self.refresh()
