@@ -4,7 +4,8 @@
 `METHOD path status time` per request), always offered. Every other name is a program the session
 supervises (`chromium`, `recorder`, ...): whoever runs it writes `session.supervisor_log(name)`,
 and the name is offered from the moment that file exists. Discovering names from the session's log
-directory keeps this registry free of knowledge about the programs themselves.
+directory keeps this registry free of knowledge about the programs themselves. `SupervisorLog` is how
+the service writes one: the program's own output, and its notes about the program, timestamped.
 """
 
 from __future__ import annotations
