@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_app_shell import _key, make_app, open_shell, screen_text
+from test_app_shell import _key, open_shell, screen_text, shell_app
 from textual import events
 
 from bbrowse.client import BrowserClient
@@ -159,7 +159,7 @@ async def test_keys_typed_into_the_shell_pane_arrive_in_order_under_an_output_fl
     service, browser: Browser, tmp_path: Path
 ) -> None:
     typed = tmp_path / "typed.txt"
-    app = make_app(service)
+    app = shell_app(service)  # a fixed prompt: open_shell waits for it
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
         # a flood on the terminal while `cat` writes what it reads from the keyboard into a file
