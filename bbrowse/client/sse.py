@@ -1,8 +1,9 @@
 """A strict reader of the contract's server-sent events.
 
-The stream is opened with httpx-sse's `aconnect_sse`, but its `aiter_sse` silently drops what it does
-not understand and a half-sent event at the end, so a broken service would look like a quiet one.
-This reader splits bytes into lines itself and raises instead: `ProtocolError` for a line that is not
+The stream is opened by `Transport.open_stream` (to the session's VM when its route is known). A
+lenient parser such as httpx-sse's `aiter_sse` silently drops what it does not understand and a
+half-sent event at the end, so a broken service would look like a quiet one. This reader splits
+bytes into lines itself and raises instead: `ProtocolError` for a line that is not
 SSE or data that is not JSON, `IncompleteStream` for a stream that stops in the middle of an event.
 Comment lines (`: ping` heartbeats), `event:`, `id:` and `retry:` lines are accepted and ignored.
 """
