@@ -16,7 +16,7 @@ import pytest
 from app_support import PaneScreen, make_app, wait_for
 from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, open_probe, write_page
 from textual.events import MouseScrollDown
-from textual.widgets import Footer
+from textual.widgets import Footer, Tabs
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane
@@ -178,6 +178,14 @@ async def test_clicking_the_live_view_presses_the_button_and_the_pane_draws_it(
         assert not pane.live
         await pilot.press("x")  # nothing reaches the browser any more
         assert await page.field_value() == "X"
+
+        # focus going elsewhere (a click on the tab bar) ends interact mode and stays where it went
+        await pilot.press("i")
+        assert pane.interacting
+        tabs = app.screen.query_one(Tabs)
+        await pilot.click(tabs)
+        await wait_for(pilot, lambda: not pane.interacting, what="interact mode ended by the click")
+        assert tabs.has_focus
 
 
 @pytest.mark.chromium

@@ -172,7 +172,7 @@ class ScreenshotPane(Vertical, can_focus=True):
 
     def on_unmount(self) -> None:
         if self.remote is not None:
-            self.remote.close()
+            self.remote.close()  # the pane is gone (session closed): nothing more to send
 
     def focus_default(self) -> None:
         """Put the keyboard in the pane: its keys act only when focus is inside it."""
@@ -312,8 +312,7 @@ class ScreenshotPane(Vertical, can_focus=True):
                 self.capturing = False
             if not ok and self.session_gone:
                 self._set_live(False)  # the session was deleted: nothing will ever come back
-                if self.interacting:
-                    self._leave_interact()
+                self._leave_interact(take_keyboard=self.view.has_focus)
                 return
             pause = self.interval - (time.monotonic() - started) if ok else RETRY_SECONDS
             if pause > 0:
@@ -368,17 +367,21 @@ class ScreenshotPane(Vertical, can_focus=True):
     def interacting(self) -> bool:
         return self.view.remote is not None
 
-    def _leave_interact(self) -> None:
+    def _leave_interact(self, *, take_keyboard: bool = True) -> None:
+        """End interact mode; the pane takes the keyboard unless it went elsewhere (another tab, a click)."""
+        if not self.interacting:
+            return
         self.view.interact(None)
         self.remote = None
         self.query_one("#shot-hint", Static).update(HINT)
-        self.focus()
+        if take_keyboard:
+            self.focus()
         self._update_status()
 
     @on(ScreenshotView.LeaveInteract)
     def _left(self, event: ScreenshotView.LeaveInteract) -> None:
         event.stop()
-        self._leave_interact()
+        self._leave_interact(take_keyboard=not event.blurred)
 
     def _input_failed(self, error: BaseException) -> None:
         if isinstance(error, ServiceError):

@@ -81,7 +81,11 @@ class ScreenshotView(Widget):
     """
 
     class LeaveInteract(Message):
-        """Esc in interact mode: the pane gives the keyboard back to the app."""
+        """Interact mode ends: esc (the pane takes the keyboard back), or focus went elsewhere (`blurred`)."""
+
+        def __init__(self, *, blurred: bool = False) -> None:
+            super().__init__()
+            self.blurred = blurred
 
     def __init__(self, *, rendering: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -153,9 +157,8 @@ class ScreenshotView(Widget):
     # interact mode ----------------------------------------------------------------------
 
     def interact(self, remote: RemoteInput | None) -> None:
-        """Start sending keys and mouse to `remote` (and take the keyboard), or stop with None."""
-        if self.remote is not None and remote is not self.remote:
-            self.remote.close()
+        """Start sending keys and mouse to `remote` (and take the keyboard), or stop with None (what was
+        already queued is still sent: the last keys typed before esc are not lost)."""
         self.remote = remote
         self._pressed = None
         self.can_focus = remote is not None
@@ -182,7 +185,7 @@ class ScreenshotView(Widget):
     def on_blur(self) -> None:
         """Focus went elsewhere (a click on the tab bar, another tab): interact mode ends with it."""
         if self.remote is not None:
-            self.post_message(self.LeaveInteract())
+            self.post_message(self.LeaveInteract(blurred=True))
 
     def on_key(self, event: events.Key) -> None:
         if self.remote is None or _kept_by_app(event.key):
