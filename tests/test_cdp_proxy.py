@@ -383,9 +383,10 @@ async def test_cdp_ws_url_refuses_an_expired_jwt(tmp_path: Path) -> None:
             url = (await client.post("/browsers", json={})).json()["cdp_ws_url"]
         expires = _claims_of(url)["exp"]
         status, body = await _refusal(url)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while status != 401 and time.monotonic() < deadline:  # valid (then 503: no Chromium) until it expires
-            assert status == 503 and time.time() < expires + 1
+            # Refused soon after it expires; the slack is for a round trip on a busy machine, not for the token.
+            assert status == 503 and time.time() < expires + 5
             await asyncio.sleep(0.1)
             status, body = await _refusal(url)
         assert status == 401 and "expired" in body

@@ -76,7 +76,8 @@ def _reader(request: Request) -> MultipartReader:
 
 # write_file, upload, upload_zip ------------------------------------------------------------------
 
-RAW_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
+#: Not required: an empty body is an empty file (`write_file` of b"" is a real request, as with `: > file`).
+RAW_BODY = {"requestBody": {"required": False, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
 
 
