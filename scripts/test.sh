@@ -6,4 +6,6 @@ bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/mypy
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Two workers, a test file each at a time: most tests wait on a browser, a PTY or the network, so two
+# keep both cores of a CI machine busy (each worker starts its own services; files keep their fixtures).
+exec .venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile "$@"
