@@ -200,7 +200,8 @@ class ScreenshotPane(Vertical, can_focus=True):
             await self._capture_once()
         finally:
             self.capturing = False
-            self._update_status()
+            if self.is_attached:
+                self._update_status()
 
     async def _capture_once(self) -> bool:
         """Capture, decode and draw one frame (with the browser's mouse); False when it failed (shown)."""
@@ -221,14 +222,21 @@ class ScreenshotPane(Vertical, can_focus=True):
         except BaseException:
             where.cancel()  # cancelled (live view stopped): the mouse question goes too
             raise
+        if not self.is_attached:  # the pane went away meanwhile (the session screen closed, the app quit)
+            where.cancel()
+            return False
         if failure is not None:
             where.cancel()
             self._failed(failure, prefix)
             return False
         self.mouse = await where
+        if not self.is_attached:
+            return False
         self.show_png(png, image=image)
         if self.view.changed_rows != 0:  # nothing changed on screen: nothing to wait for
             await self._drawn()
+            if not self.is_attached:
+                return False
         self.frames += 1
         self.frame_times.append(time.monotonic())
         self._update_status()
