@@ -254,3 +254,13 @@ async def test_without_chromium_sessions_work_and_browser_calls_say_how_to_insta
             assert (await client.delete(f"/browsers/{sid}")).status_code == 204
     finally:
         stop_service(handle)
+
+
+def test_chromium_gets_a_short_tmpdir_when_the_inherited_one_is_too_long() -> None:
+    # Chromium dies ("Socket path too long") when $TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket passes
+    # the Unix socket limit: a service started under a deep temporary directory must still have browsers.
+    from bbrowse.service.chromium_command import chromium_tmpdir
+
+    assert chromium_tmpdir("/tmp/" + "d" * 80) == "/tmp"
+    assert chromium_tmpdir("/tmp") is None
+    assert chromium_tmpdir("") is None  # unset: Chromium uses /tmp itself

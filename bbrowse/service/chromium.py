@@ -37,7 +37,7 @@ from typing import Any
 
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError, CDPHub, PipeEnds
 from bbrowse.service.child_process import describe_exit, kill_group
-from bbrowse.service.chromium_command import chromium_args, missing_chromium_message
+from bbrowse.service.chromium_command import chromium_args, chromium_tmpdir, missing_chromium_message
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sessions import Session
@@ -222,6 +222,8 @@ class ChromiumBrowser:
             with contextlib.suppress(FileNotFoundError):
                 (self.profile_dir / stale).unlink()
         env = dict(os.environ)
+        if (short_tmpdir := chromium_tmpdir()) is not None:
+            env["TMPDIR"] = short_tmpdir
         if not self.session.request.headless:
             env["DISPLAY"] = await self._ensure_display()
         args = chromium_args(self.session, self.profile_dir)
