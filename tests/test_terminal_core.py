@@ -12,6 +12,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -558,7 +559,10 @@ def tmux_screen(data: bytes, cols: int, rows: int, tmp_path: Path) -> tuple[list
     name = uuid.uuid4().hex[:8]
     path = tmp_path / f"{name}.bin"
     path.write_bytes(data)
-    sock = tmp_path / f"{name}.sock"  # a private server, its socket in the test's temporary directory
+    # A private server. Its socket lives in a short directory of its own under /tmp, not in the test's
+    # temporary directory, whose length depends on the machine: a Unix socket path has at most 107 bytes.
+    sock_dir = Path(tempfile.mkdtemp(prefix="tmux-oracle-", dir="/tmp"))
+    sock = sock_dir / f"{name}.sock"
     base = ["tmux", "-S", str(sock), "-f", "/dev/null"]
     try:
         subprocess.run([*base, "new-session", "-d", "-x", str(cols), "-y", str(rows),
@@ -571,6 +575,7 @@ def tmux_screen(data: bytes, cols: int, rows: int, tmp_path: Path) -> tuple[list
                               check=True, capture_output=True, text=True, timeout=30).stdout.split()
     finally:
         subprocess.run([*base, "kill-server"], capture_output=True, timeout=30)
+        shutil.rmtree(sock_dir, ignore_errors=True)
     cursor = (min(int(info[0]), cols - 1), int(info[1]))  # tmux reports a pending wrap as one past the edge
     return [line.rstrip() for line in screen], cursor, info[2] == "1"
 
