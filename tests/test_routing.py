@@ -66,11 +66,11 @@ def test_the_sdk_environment_variable_chooses_the_subresources() -> None:
 
 def test_cache_by_id_only_deleted_sessions_forgotten_and_a_fresher_route_kept() -> None:
     cache = RouteCache()
-    browser = {"session_id": "s1", "name": "work", "base_url": "http://h/vm/s1",
+    browser = {"session_id": "s1", "name": "daily", "base_url": "http://h/vm/s1",
                "cdp_ws_url": f"ws://h/vm/s1/cdp?jwt={JWT}"}
     cache.learn(browser)
     assert cache.for_path("/browsers/s1/process/spawn") == (Route("s1", "http://h/vm/s1", JWT), "process/spawn")
-    assert cache.for_path("/browsers/work/process/spawn") is None  # a name may be reused by another session
+    assert cache.for_path("/browsers/daily/process/spawn") is None  # a name may be reused by another session
     assert cache.for_path("/browsers/s1/replays") is None
     cache.learn({**browser, "cdp_ws_url": "ws://h/vm/s1/cdp?jwt=fresh"})
     assert not cache.forget("s1", JWT)  # a 401 for the old token does not drop the new one

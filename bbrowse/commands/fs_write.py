@@ -123,7 +123,7 @@ def mkdir_command(session: str, path: str, mode: str | None) -> None:
 
     \b
     Examples:
-      bbrowse mkdir ID /tmp/work/inputs
+      bbrowse mkdir ID /tmp/job/inputs
       bbrowse mkdir ID /tmp/private --mode 700
     """
 
