@@ -112,8 +112,13 @@ BUILTIN_PROFILES: dict[str, Profile] = {
 }
 
 
+#: What a shell runs when no program is configured or given (the shells pane, `bbrowse shell`): bash
+#: where the instance has it, else sh.
+DEFAULT_SHELL: tuple[str, ...] = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
+
+
 class ShellSettings(_Section):
-    #: The shells pane's program and arguments; None means bash when the instance has it, else sh.
+    #: The shells pane's program and arguments; None means `DEFAULT_SHELL`.
     command: tuple[str, ...] | None = Field(default=None, min_length=1)
 
 

@@ -51,10 +51,9 @@ import click
 from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
+from bbrowse.config import DEFAULT_SHELL
 from bbrowse.wire import ProcessExitEvent, Signal
 
-#: What runs when no command is given: bash where there is one, else sh.
-DEFAULT_COMMAND = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
 #: Exit status after `~.`, as ssh uses for a connection it closed.
 EXIT_DISCONNECTED = 255
 #: One stdin request carries at most this many bytes (they travel base64 in JSON).
@@ -446,5 +445,5 @@ def shell_command(session: str, command: tuple[str, ...]) -> None:
       echo 'ls -la /tmp' | bbrowse shell ID
       tar cz src | bbrowse shell ID -- tar xz -C /tmp
     """
-    argv = list(command) or list(DEFAULT_COMMAND)
+    argv = list(command) or list(DEFAULT_SHELL)
     run(lambda client: shell(client, session, argv))

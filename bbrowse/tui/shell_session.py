@@ -18,9 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bbrowse.client import BrowserClient, ClientError
 from bbrowse.client.pty_output import PtyOutput
-
-#: What a shell pane runs unless configured otherwise: bash where there is one, else sh.
-DEFAULT_SHELL: tuple[str, ...] = ("sh", "-c", "command -v bash >/dev/null && exec bash || exec sh")
+from bbrowse.config import DEFAULT_SHELL
 
 
 class ShellSession:
