@@ -18,7 +18,7 @@ page granularity); a resize recomputes it.
 
 from __future__ import annotations
 
-from cffi import CDefError
+from cffi import FFI, CDefError
 from pyghostty import Terminal, ffi, lib
 from pyghostty._ffi import union_fn
 
@@ -187,7 +187,7 @@ class TerminalCore:
         self._replies = bytearray()
         self._capture: bytearray | None = None
         self._callbacks: list[object] = []
-        self._outs: dict[str, object] = {}
+        self._outs: dict[str, FFI.CData] = {}
         self._mode = ffi.new("GhosttyTerminalModeConfig*")
         self._configure()
         self._render = _RenderState()

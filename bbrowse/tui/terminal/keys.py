@@ -179,6 +179,7 @@ class KeyEncoder:
 def _legacy_control(press: KeyPress) -> bytes | None:
     """xterm's byte for a ctrl chord (ESC-prefixed with alt), or None if it has none."""
     char = press.text.lower() if press.text else ""
+    code: int | None
     if len(char) == 1 and "a" <= char <= "z":
         code = ord(char) & 0x1F
     else:

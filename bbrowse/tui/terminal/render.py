@@ -172,12 +172,15 @@ class Painter:
         background = tuple(bgcolor.get_truecolor()) if bgcolor is not None else (0, 0, 0)
         canvas = Image.new("RGBA", (width, height), (*background, 255))
         canvas.alpha_composite(picture)
-        pixels = canvas.convert("RGB").load()
+        rgb = canvas.convert("RGB").tobytes()  # row after row, 3 bytes a pixel
+        stride = 3 * width
         rows: list[list[Segment]] = []
         for row in range(placement.rows):
+            top_row = 2 * row * stride
+            bottom_row = top_row + stride
             segments = []
-            for x in range(width):
-                top, bottom = pixels[x, 2 * row], pixels[x, 2 * row + 1]
+            for x in range(0, stride, 3):
+                top, bottom = rgb[top_row + x : top_row + x + 3], rgb[bottom_row + x : bottom_row + x + 3]
                 segments.append(Segment(UPPER_HALF, Style(color=Color.from_rgb(*top), bgcolor=Color.from_rgb(*bottom))))
             rows.append(list(Segment.simplify(segments)))
         return rows

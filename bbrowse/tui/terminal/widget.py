@@ -399,9 +399,10 @@ class TerminalView(Widget, can_focus=True):
         if cursor is not None and cursor[1] == y:
             strip = self._painter.paint(core.row(y), core.cols, cursor[0])
         else:
-            strip = self._strips[y]
-            if strip is None:
-                strip = self._strips[y] = self._painter.paint(core.row(y), core.cols)
+            cached = self._strips[y]
+            if cached is None:
+                cached = self._strips[y] = self._painter.paint(core.row(y), core.cols)
+            strip = cached
         if self._placements:
             strip = self._painter.overlay(strip, y, self._placements, core.cols)
         if strip.cell_length != width:
