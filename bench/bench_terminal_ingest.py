@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,7 +102,10 @@ def uptime() -> str:
 
 def tmux_swallow(path: Path, tmp: Path) -> tuple[float, float, list[str]]:
     """(wall seconds, tmux server CPU seconds, tmux's screen rows) for tmux reading `path` raw."""
-    sock = tmp / f"tmux-{uuid.uuid4().hex[:8]}.sock"  # a private server, its socket in our temporary directory
+    # A private server. Its socket lives in a short directory of its own under /tmp: a Unix socket path has
+    # at most 107 bytes, and the temporary directory may be deeper than that allows.
+    sock_dir = Path(tempfile.mkdtemp(prefix="tmux-ingest-", dir="/tmp"))
+    sock = sock_dir / f"tmux-{uuid.uuid4().hex[:8]}.sock"
     conf = tmp / "tmux.conf"
     conf.write_text(f"set -g history-limit {SCROLLBACK}\nset -g status off\n")
     base = ["tmux", "-S", str(sock), "-f", str(conf)]
@@ -116,6 +120,7 @@ def tmux_swallow(path: Path, tmp: Path) -> tuple[float, float, list[str]]:
     screen = subprocess.run([*base, "capture-pane", "-p", "-N"], check=True, capture_output=True,
                             text=True).stdout.split("\n")[:ROWS]
     subprocess.run([*base, "kill-server"], capture_output=True)
+    shutil.rmtree(sock_dir, ignore_errors=True)
     return wall, cpu, [line.rstrip() for line in screen]
 
 
