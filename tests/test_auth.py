@@ -12,13 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import secrets
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,15 +26,13 @@ import httpx
 import jwt
 import psutil
 import pytest
+from auth_support import assert_unauthorized, fill_path, registered_routes, secrets_written, wait_until_logged
 from conftest import ServiceHandle, start_service, stop_service
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from bbrowse.service.app import create_app, flat_routes
 from bbrowse.service.auth import JWT_AUTH_PATHS
-from bbrowse.service.config import ServiceConfig
 from bbrowse.service.vm_endpoint import is_vm_path
-from bbrowse.wire import InstanceProxyError
 
 TOKEN = "tok-" + secrets.token_urlsafe(24)
 #: Replay links made by this module's service live this long.
@@ -78,20 +74,6 @@ def things(http: httpx.Client) -> dict[str, str]:
     return {"id_or_name": sid, "process_id": process.json()["process_id"], "replay_id": replay.json()["replay_id"]}
 
 
-def registered_routes() -> list[tuple[str, str, str]]:
-    """(kind, method, path) of every route the service app registers: read from the app, never listed here."""
-    with tempfile.TemporaryDirectory() as scratch:  # the app object is only read, never served
-        app = create_app(ServiceConfig(token="unused", state_dir=Path(scratch)))
-    found = []
-    for route in flat_routes(app.routes):
-        methods = getattr(route, "methods", None)
-        if methods:
-            found += [("http", method, route.path) for method in sorted(methods)]
-        elif getattr(route, "path", None):
-            found.append(("websocket", "GET", route.path))
-    return found
-
-
 ROUTES = registered_routes()
 #: Routes of the sessions' VM endpoints (`/vm/{id}/...`) authenticate by the session `jwt` alone, never the bearer
 #: token: tests/test_vm_auth.py walks them (from the same app) with every wrong and forged jwt.
@@ -110,24 +92,12 @@ def test_the_walk_covers_every_area() -> None:
     assert len(BEARER_ROUTES) >= 25
 
 
-def fill(path: str, things: dict[str, str]) -> str:
-    return re.sub(r"\{(\w+)\}", lambda m: things.get(m.group(1), "x"), path)
-
-
-def assert_unauthorized(response_status: int, body: bytes, what: str) -> None:
-    assert response_status == 401, what
-    parsed = json.loads(body)
-    assert set(parsed) == {"code", "message"}, (what, parsed)
-    assert InstanceProxyError.model_validate(parsed).code == "unauthorized", what
-    assert parsed["message"], what
-
-
 @pytest.mark.parametrize(("kind", "method", "path"), [r for r in BEARER_ROUTES if r[0] == "http"],
                          ids=lambda v: str(v))
 def test_every_http_route_refuses_a_missing_or_wrong_token(
     served: ServiceHandle, things: dict[str, str], kind: str, method: str, path: str
 ) -> None:
-    url = served.url + fill(path, things)
+    url = served.url + fill_path(path, things)
     jwt_route = path in JWT_AUTH_PATHS
     with httpx.Client(timeout=10) as anonymous:
         for case, headers in WRONG.items():
@@ -160,7 +130,7 @@ def test_the_attach_websocket_handshake_is_refused_with_401(
     served: ServiceHandle, things: dict[str, str], case: str
 ) -> None:
     [path] = [p for kind, _, p in BEARER_ROUTES if kind == "websocket"]
-    url = served.url.replace("http://", "ws://", 1) + fill(path, things)
+    url = served.url.replace("http://", "ws://", 1) + fill_path(path, things)
     with pytest.raises(InvalidStatus) as refused:
         with connect(url, additional_headers=WRONG[case], open_timeout=10):
             pass
@@ -192,27 +162,11 @@ def test_no_log_and_no_file_of_the_state_dir_holds_the_token_or_a_replay_jwt(
         anonymous.get(served.url + "/browsers", params={"token": TOKEN}, headers={"Authorization": f"Bearer {TOKEN}x"})
     http.get("/browsers", params={"token": TOKEN, "jwt": link_jwt})
     http.get(f"/browsers/{sid}/fs/read_file", params={"path": "/nonexistent", "jwt": link_jwt})
-    # the service writes its access line after answering: wait (bounded) until the last request is logged
-    log = served.state_dir / "service" / "logs" / "bbrowse.log"
-    deadline = time.monotonic() + 10
-    while "/fs/read_file 404" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "/fs/read_file 404" in log.read_text()
+    wait_until_logged(served.state_dir, "/fs/read_file 404")  # the last request
 
-    secrets_found = []
-    searched = 0
-    for path in [*served.state_dir.rglob("*")]:
-        if not path.is_file() or path.name == "serve.json":  # the discovery file holds the token by design (0600)
-            continue
-        if path.suffix in (".mp4", ".png") or "chromium-profile" in path.parts:
-            continue
-        data = path.read_bytes()
-        searched += 1
-        for name, secret in (("token", TOKEN), ("jwt", link_jwt), ("jwt signature", link_jwt.rsplit(".", 1)[1])):
-            if secret.encode() in data:
-                secrets_found.append(f"{name} in {path}")
-    assert searched >= 3  # at least the service log, the session's logs and the service's stdout
-    assert secrets_found == []
+    hidden = {"token": TOKEN, "jwt": link_jwt, "jwt signature": link_jwt.rsplit(".", 1)[1]}
+    # the discovery file holds the token by design (0600)
+    assert secrets_written(served.state_dir, hidden, skip_names={"serve.json"}) == []
 
 
 def test_the_discovery_file_is_private(served: ServiceHandle) -> None:

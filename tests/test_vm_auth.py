@@ -13,24 +13,18 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import jwt
 import pytest
+from auth_support import assert_unauthorized, fill_path, registered_routes, secrets_written, wait_until_logged
 from conftest import ServiceHandle, start_service, stop_service
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
-
-from bbrowse.service.app import create_app, flat_routes
-from bbrowse.service.config import ServiceConfig
-from bbrowse.wire import InstanceProxyError
 
 #: Session tokens made by this module's service live this long.
 TOKEN_SECONDS = 4
@@ -69,24 +63,8 @@ def fresh_jwt(http: httpx.Client, session_id: str) -> str:
     return parse_qs(urlsplit(browser["cdp_ws_url"]).query)["jwt"][0]
 
 
-def vm_routes() -> list[tuple[str, str, str]]:
-    """(kind, method, path) of every route under `/vm`, read from the app, never listed here."""
-    with tempfile.TemporaryDirectory() as scratch:  # the app object is only read, never served
-        app = create_app(ServiceConfig(token="unused", state_dir=Path(scratch)))
-    found = []
-    for route in flat_routes(app.routes):
-        path = getattr(route, "path", "")
-        if not path.startswith("/vm/"):
-            continue
-        methods = getattr(route, "methods", None)
-        if methods:
-            found += [("http", method, path) for method in sorted(methods)]
-        else:
-            found.append(("websocket", "GET", path))
-    return found
-
-
-ROUTES = vm_routes()
+#: (kind, method, path) of every route under `/vm`, read from the app, never listed here.
+ROUTES = [route for route in registered_routes() if route[2].startswith("/vm/")]
 HTTP_ROUTES = [r for r in ROUTES if r[0] == "http"]
 WS_ROUTES = [r for r in ROUTES if r[0] == "websocket"]
 
@@ -107,15 +85,7 @@ def fill(path: str, sessions: dict[str, str]) -> str:
     """The path with real ids: the session `mine` (named `id_or_name` or `session_id`) and its process; any other
     parameter (a watch id, ...) gets a made-up value: the jwt is checked before the route looks at it."""
     things = {"id_or_name": sessions["mine"], "session_id": sessions["mine"], "process_id": sessions["process_id"]}
-    return re.sub(r"\{(\w+)\}", lambda m: things.get(m.group(1), "x"), path)
-
-
-def assert_unauthorized(status: int, body: bytes, what: str) -> None:
-    assert status == 401, what
-    parsed = json.loads(body)
-    assert set(parsed) == {"code", "message"}, (what, parsed)
-    assert InstanceProxyError.model_validate(parsed).code == "unauthorized", what
-    assert parsed["message"], what
+    return fill_path(path, things)
 
 
 def ask(client: httpx.Client, method: str, url: str, params) -> tuple[int, bytes]:
@@ -266,18 +236,5 @@ def test_no_log_or_file_of_the_state_dir_holds_a_session_jwt(
         pass
     with pytest.raises(InvalidStatus):
         connect(f"{url}?jwt={token}x", open_timeout=10).close()
-    log = served.state_dir / "service" / "logs" / "bbrowse.log"
-    deadline = time.monotonic() + 10
-    while "/fs/read_file 401" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "/fs/read_file 401" in log.read_text()
-    signature = token.rsplit(".", 1)[1]
-    found, searched = [], 0
-    for path in served.state_dir.rglob("*"):
-        if not path.is_file() or path.suffix in (".mp4", ".png") or "chromium-profile" in path.parts:
-            continue
-        searched += 1
-        if signature.encode() in path.read_bytes():
-            found.append(str(path))
-    assert searched >= 3
-    assert found == []
+    wait_until_logged(served.state_dir, "/fs/read_file 401")
+    assert secrets_written(served.state_dir, {"jwt signature": token.rsplit(".", 1)[1]}) == []
