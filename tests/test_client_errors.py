@@ -31,8 +31,10 @@ from bbrowse.client import (
     ServiceError,
     SessionGone,
     Unauthorized,
+    is_permanent,
 )
 from bbrowse.client.errors import error_from_response
+from bbrowse.client.retry import RETRYABLE_STATUSES
 from bbrowse.wire import ProcessExitEvent, ProcessOutputEvent, decode_b64
 
 PID = "00000000-0000-4000-8000-000000000001"
@@ -283,6 +285,23 @@ def test_both_error_shapes_and_garbage_bodies_map_to_typed_errors(status, body, 
         assert error.inner_error.code == "enoent"
     if body == b"Service Unavailable":
         assert "Service Unavailable" in error.message
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 410, 423, 418])
+def test_a_refusal_is_permanent(status) -> None:
+    assert is_permanent(error_from_response(status, b'{"code":"x","message":"no"}'))
+
+
+@pytest.mark.parametrize("status", [*sorted(RETRYABLE_STATUSES), 501])
+def test_what_the_retry_rules_try_again_is_not_permanent(status) -> None:
+    assert not is_permanent(error_from_response(status, b""))
+    assert not is_permanent(error_from_response(status, b'{"code":"browser_unavailable","message":"down"}'))
+
+
+@pytest.mark.parametrize("error", [ConnectionLost("down"), IncompleteStream("cut"), ProtocolError("garbage"),
+                                   ValueError("not the service's")])
+def test_anything_but_a_service_answer_is_not_permanent(error) -> None:
+    assert not is_permanent(error)
 
 
 # --- rate limiting and retries -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from bbrowse.client.errors import (
 )
 from bbrowse.client.pool import close_shared_clients
 from bbrowse.client.pty_output import PtyOutput
-from bbrowse.client.retry import NO_RETRY, RetryPolicy
+from bbrowse.client.retry import NO_RETRY, RetryPolicy, is_permanent
 from bbrowse.client.routing import Route, RouteCache
 from bbrowse.client.sessions import SessionPage
 from bbrowse.client.stdin_writer import StdinWriter
@@ -67,4 +67,5 @@ __all__ = [
     "Stream",
     "Unauthorized",
     "close_shared_clients",
+    "is_permanent",
 ]

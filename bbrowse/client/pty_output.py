@@ -40,11 +40,10 @@ from bbrowse.client.errors import (
     IncompleteStream,
     NotFound,
     ProtocolError,
-    RateLimited,
-    ServerError,
     ServiceError,
     SessionGone,
 )
+from bbrowse.client.retry import is_permanent
 from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
 
 if TYPE_CHECKING:
@@ -161,7 +160,7 @@ class PtyOutput:
             except (NotFound, SessionGone) as error:
                 return await self._gone(error)
             except ServiceError as error:
-                if isinstance(error, (RateLimited, ServerError)):
+                if not is_permanent(error):
                     failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
                     continue
                 raise _RefusedError(error) from None
@@ -280,7 +279,7 @@ class PtyOutput:
                 except _RefusedError:
                     raise error from None
             except ServiceError as error:
-                if not isinstance(error, (RateLimited, ServerError)):
+                if is_permanent(error):
                     raise
                 failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
             except (ConnectionLost, IncompleteStream) as error:

@@ -12,6 +12,8 @@ import random
 import time
 from dataclasses import dataclass
 
+from bbrowse.client.errors import RateLimited, ServerError, ServiceError
+
 #: Statuses worth another try: rate limited, and the server or its proxy failing.
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -63,3 +65,16 @@ def parse_retry_after(value: str | None) -> float | None:
     if when is None:
         return None
     return max(when.timestamp() - time.time(), 0.0)
+
+
+def is_permanent(error: BaseException) -> bool:
+    """Whether another try of the same call can only get the same answer, so a loop that reconnects
+    (a log pane's stream, a shell's output) stops and says why instead of trying forever.
+
+    The service refused the call: missing, gone, invalid, not allowed (a 4xx). The kinds of answer the
+    retry rules try again are not permanent: rate limiting (`RateLimited`, 429) and the server or its
+    proxy failing (`ServerError`, every 5xx: a loop that reconnects waits longer than one call's
+    retries, so it waits out a 501 too). Nor is anything but a service answer: a lost connection or a
+    garbled stream may go away on the next try.
+    """
+    return isinstance(error, ServiceError) and not isinstance(error, RateLimited | ServerError)

@@ -27,8 +27,8 @@ from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 
-from bbrowse.client import BrowserClient, ClientError, ServiceError
-from bbrowse.client.errors import ConnectionLost, RateLimited
+from bbrowse.client import BrowserClient, ClientError, is_permanent
+from bbrowse.client.errors import ConnectionLost
 from bbrowse.tui.app import describe_error, settings_of
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
@@ -77,11 +77,6 @@ UNAVAILABLE_NOTE = ("This service keeps no supervisor logs (as Kernel's VM): its
                     "Press o and choose a file on the instance.")
 
 
-def _gives_up(error: ClientError) -> bool:
-    """Errors that another attempt would only repeat: a missing file or session, a bad request, no access."""
-    return isinstance(error, ServiceError) and error.status < 500 and not isinstance(error, RateLimited)
-
-
 async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget) -> None:
     """Stream `target` into `panel` until cancelled, reconnecting with backoff and marking each gap."""
     view = panel.view
@@ -128,7 +123,7 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 return
             reason = "stream ended"
         except ClientError as error:
-            if _gives_up(error):
+            if is_permanent(error):  # a missing file or session, a bad request, no access
                 view.flush()
                 panel.connection = f"stopped: {describe_error(error)}"
                 if not connected_once:
