@@ -36,11 +36,18 @@ def _control_picture(match: re.Match[str]) -> str:
     return "\ufffd"  # C1 controls have no pictures
 
 
+def show_controls(text: str) -> str:
+    """`text` with its control characters but tab drawn as their Unicode control pictures (`␍` for a
+    carriage return, U+FFFD for the C1 controls, which have none): a raw one would act on the real
+    terminal. Tabs are left for the caller to expand to its own tab size."""
+    return _CONTROL.sub(_control_picture, text)
+
+
 def visible(text: str) -> str:
     """`text` with non-colour escape sequences dropped and control characters shown as pictures."""
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-    return _CONTROL.sub(_control_picture, text)
+    return show_controls(text)
 
 
 def to_text(line: str) -> Text:

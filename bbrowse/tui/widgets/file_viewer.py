@@ -37,6 +37,7 @@ from textual.worker import get_current_worker
 
 from bbrowse.client import ClientError
 from bbrowse.tui import hexdump
+from bbrowse.tui.ansi_text import show_controls
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
 from bbrowse.tui.format import human_bytes
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
@@ -55,10 +56,6 @@ FIRST_HIGHLIGHT_LINES = 200
 #: Rendered rows kept between frames.
 STRIP_CACHE_ROWS = 512
 
-#: C0 controls (but tab) and DEL as their visible "control pictures"; C1 controls as U+FFFD. Raw control
-#: characters in a Strip would be interpreted by the real terminal.
-_CONTROLS = {c: 0x2400 + c for c in range(0x20) if c != 0x09} | {0x7F: 0x2421} | {c: 0xFFFD for c in range(0x80, 0xA0)}
-
 #: Styles, as Textual style strings resolved against the current theme.
 STYLE_GUTTER = "$text 50%"
 STYLE_FOOTER = "$text 60% italic"
@@ -76,7 +73,7 @@ def display_line(raw: str) -> str:
     raw = raw[: MAX_LINE_CHARS * 2]
     if "\t" in raw:
         raw = raw.expandtabs(TAB_SIZE)
-    line = raw.translate(_CONTROLS)
+    line = show_controls(raw)
     if clipped or len(line) > MAX_LINE_CHARS:
         line = line[:MAX_LINE_CHARS] + "…"
     return line
