@@ -17,9 +17,10 @@ from itertools import compress
 from rich.cells import cell_len
 from rich.text import Text
 
-from bbrowse.tui.logbuffer import ANSI_ESCAPE
-
 TAB_SIZE = 8
+
+#: SGR and other CSI escape sequences, and OSC strings: what a terminal would not show as text.
+ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 #: Control characters still present once SGR codes are taken out (tab is expanded later instead).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")

@@ -25,11 +25,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
 from typing import Protocol
 
+from bbrowse.tui.ansi_text import ANSI_ESCAPE
+
 #: Lines kept by default; older ones are dropped (and counted in `LogBuffer.dropped`).
 DEFAULT_CAPACITY = 100_000
-
-#: SGR and other CSI escape sequences, and OSC strings: what a terminal would not show as text.
-ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def strip_ansi(line: str) -> str:
