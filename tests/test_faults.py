@@ -21,7 +21,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -213,11 +213,9 @@ async def until(pilot, predicate, what: str, timeout: float = 15.0) -> None:
 
 
 @pytest.fixture(scope="module")
-async def shared_sid(http: httpx.AsyncClient) -> AsyncIterator[str]:
-    r = await http.post("/browsers", json={"timeout_seconds": 600})
-    assert r.status_code == 200, r.text
-    yield r.json()["session_id"]
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+def shared_sid(module_session_id: str) -> str:
+    """The session the tests below share: conftest's one for this module (its own `session_id` is another)."""
+    return module_session_id
 
 
 @pytest.mark.parametrize("tty", [False, True], ids=["pipe", "pty"])
