@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from browser_support import browser_session
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -18,10 +19,8 @@ TIMEOUT = 15.0
 @pytest.fixture(scope="module")
 async def sid(http: httpx.AsyncClient) -> AsyncIterator[str]:
     """One session for the module (each session starts a Chromium; attach does not need its own)."""
-    r = await http.post("/browsers", json={"timeout_seconds": 900})
-    assert r.status_code == 200, r.text
-    yield r.json()["session_id"]
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    async with browser_session(http, timeout_seconds=900) as browser:
+        yield browser["session_id"]
 
 
 def attach_url(service, sid: str, process_id: str) -> str:
@@ -203,6 +202,13 @@ def pty_output(client, sid: str, process_id: str, seen: Collected, size=(24, 80)
                      on_error=seen.errors.append)
 
 
+async def path_chosen(output) -> None:
+    """Wait (bounded) until `output` has chosen how it reads the PTY: over attach or the stdout stream."""
+    async with asyncio.timeout(TIMEOUT):
+        while output.path is None:
+            await asyncio.sleep(0.01)
+
+
 @pytest.fixture(scope="module")
 async def compat_client(compat_service):
     from bbrowse.client import BrowserClient
@@ -253,9 +259,7 @@ async def test_a_signal_ends_with_its_code_and_kernel_says_minus_one(either) -> 
     seen = Collected()
     output = pty_output(client, sid, proc.process_id, seen)
     running = asyncio.ensure_future(output.run())
-    async with asyncio.timeout(TIMEOUT):
-        while output.path is None:
-            await asyncio.sleep(0.01)
+    await path_chosen(output)
     await client.processes.kill(sid, proc.process_id, "KILL")
     assert await asyncio.wait_for(running, TIMEOUT) == (-1 if mode == "compat" else 128 + 9)
 
@@ -267,9 +271,7 @@ async def test_attach_refused_falls_back_to_stdout_stream(either) -> None:
         seen = Collected()
         output = pty_output(client, sid, proc.process_id, seen)
         running = asyncio.ensure_future(output.run())
-        async with asyncio.timeout(TIMEOUT):
-            while output.path is None:
-                await asyncio.sleep(0.01)
+        await path_chosen(output)
         assert output.path == "stream" and type(output.refusal).__name__ == "Conflict" and not seen.errors
         await client.processes.stdin(sid, proc.process_id, b"it\n")
         assert await asyncio.wait_for(running, TIMEOUT) == 3
