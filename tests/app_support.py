@@ -57,7 +57,7 @@ def use_downloads_dir(monkeypatch, tmp_path) -> Path:
 
 async def accept_save_dialog(pilot, app, *, path: str | None = None) -> None:
     """Wait for the save dialog; optionally type another path; press enter."""
-    from bbrowse.tui.screens.save import SaveScreen
+    from bbrowse.tui.dialogs.save import SaveScreen
 
     await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), what="save dialog")
     if path is not None:

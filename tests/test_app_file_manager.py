@@ -16,8 +16,8 @@ from pathlib import Path
 from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
 
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.panes.files import FilesPane, complete_local_path, mode_bits
-from bbrowse.tui.screens.confirm import ConfirmScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 
 # pieces without a service ----------------------------------------------------------------

@@ -20,9 +20,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar
 
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.file_kind import FileKind
 from bbrowse.tui.panes.files import FilesPane
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.file_viewer import LOAD_STEP, FileViewer
 from bbrowse.tui.widgets.screenshot_view import RENDERING_ENV, ScreenshotView

@@ -22,9 +22,9 @@ from textual.widgets import Footer, OptionList
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.logbuffer import gap_text
 from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from app_support import accept_save_dialog, make_app, use_downloads_dir, wait_for
 
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.replays import ReplaysPane
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.wire import Browser
 

@@ -22,8 +22,8 @@ from textual.app import App, ComposeResult
 from textual_image._terminal import CellSize, get_cell_size
 
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.wire import ScreenshotRegion
 

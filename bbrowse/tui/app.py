@@ -20,6 +20,7 @@ import atexit
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import textual.constants
 import textual.screen
@@ -38,15 +39,26 @@ from bbrowse.config import ConfigFileError, Profile, Settings, defaults, load_se
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
+from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands
+from bbrowse.tui.screens.base import BbrowseScreen
+from bbrowse.tui.screens.create_session import CreateSessionScreen
+from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
-from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
+from bbrowse.tui.widgets.service_bar import ConnectionState
+from bbrowse.wire import Browser
+
+if TYPE_CHECKING:
+    from bbrowse.tui.app_services import AppServices
+    from bbrowse.tui.palette import PaletteHost
 
 #: Textual repaints dirty screens on a 60 Hz timer, so a key's echo waited up to 16.7 ms for its
 #: turn. Widgets that stream (terminal, logs) coalesce their own frames to ≤ 60 a second, so a
 #: faster screen timer only cuts latency: it costs nothing while nothing is dirty.
 SCREEN_UPDATE_SECONDS = 1 / 240
-textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_SECONDS)
+# Textual declares it Final, yet reads it at every screen's start: setting it is the only way to change it.
+textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_SECONDS)  # type: ignore[misc]
 
 #: Textual holds a lone Esc this long to tell it from the first byte of an escape sequence (ncurses'
 #: `ESCDELAY`). Its default, 100 ms, was most of what a vim user waited on every Esc in the shell pane;
@@ -54,37 +66,8 @@ textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_S
 #: user's `ESCDELAY` (in ms, as for ncurses programs) still wins.
 ESCAPE_DELAY_SECONDS = 0.025
 if "ESCDELAY" not in os.environ:
-    textual.constants.ESCAPE_DELAY = ESCAPE_DELAY_SECONDS
-
-
-def describe_error(error: BaseException) -> str:
-    """`conflict (409): a browser session named 'x' already exists`, or the error's own text."""
-    if isinstance(error, ServiceError):
-        return f"{error.code} ({error.status}): {error.message}"
-    return str(error) or type(error).__name__
-
-
-class BbrowseScreen(Screen):
-    """A screen with the service bar on top, kept in step with the app's connection state.
-
-    Textual runs `on_mount` of every class in the MRO, so subclasses define their own without
-    calling this one.
-    """
-
-    #: Shown in the service bar after "bbrowse │ … │ state │".
-    CRUMBS: tuple[str, ...] = ("Sessions",)
-
-    def compose_bar(self) -> ComposeResult:
-        yield ServiceBar()
-
-    def on_mount(self) -> None:
-        bar = self.query_one(ServiceBar)
-        bar.crumbs = self.crumbs()
-        self.watch(self.app, "connection_state", lambda state: setattr(bar, "state", state))
-        self.watch(self.app, "service_label", lambda label: setattr(bar, "service_label", label))
-
-    def crumbs(self) -> tuple[str, ...]:
-        return self.CRUMBS
+    # Final in Textual, which reads it when the driver starts: setting it before then is the only way in.
+    textual.constants.ESCAPE_DELAY = ESCAPE_DELAY_SECONDS  # type: ignore[misc]
 
 
 class StartingScreen(BbrowseScreen):
@@ -198,8 +181,6 @@ class BbrowseApp(App):
         self.connection_state = "reconnecting"
 
     def _connected(self, target: Target) -> None:
-        from bbrowse.tui.screens.sessions import SessionsScreen
-
         embedded = target.embedded
         if embedded is not None:
             if embedded.owned:
@@ -219,6 +200,13 @@ class BbrowseApp(App):
             self.switch_screen(SessionsScreen())
         else:
             self.push_screen(SessionsScreen())
+
+    def connected_client(self) -> BrowserClient:
+        """The client of the service in use, for the screens and panes (`AppServices`). They exist only while
+        there is one: switching profiles closes them before it drops the client."""
+        if self.client is None:
+            raise RuntimeError("not connected to a browser service")
+        return self.client
 
     # connection health ------------------------------------------------------
 
@@ -247,8 +235,8 @@ class BbrowseApp(App):
         loaded = load_themes([shipped_themes_dir(), self._user_themes])
         for theme in loaded.themes.values():
             self.register_theme(theme)
-        for problem in loaded.problems:
-            self.notify(f"Skipped a theme file: {problem}", title="Theme", severity="warning", timeout=12,
+        for skipped in loaded.problems:
+            self.notify(f"Skipped a theme file: {skipped}", title="Theme", severity="warning", timeout=12,
                         markup=False)
         name, problem = choose_theme(self.settings.theme, self.available_themes)
         if problem:
@@ -363,9 +351,6 @@ class BbrowseApp(App):
 
     def action_new_session(self) -> None:
         """The create form, from any screen; the sessions table lists the new session."""
-        from bbrowse.tui.screens.create_session import CreateSessionScreen
-        from bbrowse.tui.screens.sessions import SessionsScreen
-
         if self.client is None:
             self.notify("Not connected to a service yet", severity="warning")
             return
@@ -373,7 +358,7 @@ class BbrowseApp(App):
             self.screen.action_create()
             return
 
-        def created(browser) -> None:
+        def created(browser: Browser | None) -> None:
             if browser is not None:
                 self.notify(f"Created {browser.name or browser.session_id}; it is listed under Sessions",
                             title="Session created", markup=False)
@@ -381,8 +366,6 @@ class BbrowseApp(App):
         self.push_screen(CreateSessionScreen(), created)
 
     async def action_show_sessions(self) -> None:
-        from bbrowse.tui.screens.sessions import SessionsScreen
-
         while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
             await self.pop_screen()
 
@@ -395,10 +378,10 @@ class BbrowseApp(App):
         """Active sessions of `services` (a service that does not answer in time counts none)."""
 
         async def count(service: EmbeddedService) -> int:
-            current = self.target is not None and self.target.embedded is service and self.client is not None
+            current = self.target is not None and self.target.embedded is service
             # the app's own client when it is that service: its connection is open already
-            client = self.client if current else BrowserClient(config=ClientConfig(base_url=service.url,
-                                                                                    token=service.token))
+            client = self.client if current and self.client is not None else BrowserClient(
+                config=ClientConfig(base_url=service.url, token=service.token))
             return len([b async for b in client.sessions.list(page_size=100)])
 
         total = 0
@@ -411,8 +394,6 @@ class BbrowseApp(App):
 
     async def action_quit(self) -> None:
         """Quit; when that would end sessions (the embedded service this app started stops), ask first."""
-        from bbrowse.tui.screens.quit import QuitScreen
-
         if isinstance(self.screen, QuitScreen):
             self.screen.dismiss("stop")  # ctrl+q twice: quit and stop
             return
@@ -422,7 +403,7 @@ class BbrowseApp(App):
             self.exit()
             return
 
-        def chosen(choice: str | None) -> None:
+        def chosen(choice: QuitChoice | None) -> None:
             if choice is None:
                 return
             self.keep_services_running = choice == "keep"
@@ -454,14 +435,15 @@ class BbrowseApp(App):
 #: Actions the palette lists among the global commands, so not again under a screen.
 GLOBAL_ACTIONS = {"quit", "app.quit", "switch_profile", "app.switch_profile", "toggle_help", "app.toggle_help"}
 
+if TYPE_CHECKING:
+    # Never run: mypy proves here that the app gives its screens, panes and widgets all that `AppServices`
+    # promises, and the palette what it asks (they reach the app through those protocols, not this module).
 
-#: What widgets hosted by another app (a test's) read as settings.
-DEFAULT_SETTINGS = Settings()
+    def _app_services(app: BbrowseApp) -> AppServices:
+        return app
 
-
-def settings_of(node: DOMNode) -> Settings:
-    """The running app's settings (`BbrowseApp.settings`), or the defaults in any other app."""
-    return getattr(node.app, "settings", None) or DEFAULT_SETTINGS
+    def _palette_host(app: BbrowseApp) -> PaletteHost:
+        return app
 
 
 def _later(function: Callable[[str], object], argument: str) -> Callable[[], object]:
@@ -470,13 +452,9 @@ def _later(function: Callable[[str], object], argument: str) -> Callable[[], obj
 
 def known_binding_ids() -> set[str]:
     """Every `Binding(id=...)` of the app's screens, panes and widgets (and Textual's own)."""
-    # importing the screens imports every pane and widget, so their classes exist to be walked
-    import bbrowse.tui.screens.confirm
-    import bbrowse.tui.screens.create_session
-    import bbrowse.tui.screens.quit
-    import bbrowse.tui.screens.save
-    import bbrowse.tui.screens.session
-    import bbrowse.tui.screens.sessions  # noqa: F401
+    # The session screen imports every pane, widget and dialog, so their classes exist to be walked. It is
+    # imported here, not at the top, for the reason `SessionsScreen.action_open` gives: it is slow to load.
+    import bbrowse.tui.screens.session  # noqa: F401
 
     ids: set[str] = set()
     pending: list[type] = [DOMNode]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol, cast, runtime_checkable
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -18,15 +18,36 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
 
-if TYPE_CHECKING:
-    from bbrowse.tui.app import BbrowseApp
-
 
 @dataclass(frozen=True)
 class PaletteCommand:
     title: str
     help: str
     run: Callable[[], object]
+
+
+class PaletteHost(Protocol):
+    """The app, as the palette sees it (`BbrowseApp`): it says which commands to list on a screen."""
+
+    def palette_commands(self, screen: Screen) -> Iterable[PaletteCommand]: ...
+
+
+@runtime_checkable
+class TabbedScreen(Protocol):
+    """A screen whose widgets live in tabs (the session screen): the palette lists the actions of every tab,
+    also of a tab not opened yet, and opens the tab before it runs one."""
+
+    def palette_tab_of(self, widget: Widget) -> tuple[str, str] | None:
+        """(tab id, label) of the tab holding `widget`, None when it is in none."""
+        ...
+
+    def palette_tabs(self) -> Iterable[tuple[str, str, Callable[[str], Widget]]]:
+        """(tab id, label, pane factory) of the tabs whose pane is not mounted yet."""
+        ...
+
+    async def open_tab(self, tab_id: str) -> Widget:
+        """Show the tab (mounting its pane if needed) and return its pane."""
+        ...
 
 
 def own_bindings(cls: type) -> Iterator[Binding]:
@@ -54,8 +75,9 @@ def screen_commands(screen: Screen, skip_actions: set[str]) -> Iterator[PaletteC
     """Every action of `screen`: its own bindings, then those of the widgets in it (and of its tabs' panes)."""
     seen: set[tuple[type, str]] = set()
     where = getattr(screen, "PALETTE_NAME", None) or type(screen).__name__.removesuffix("Screen")
+    tabbed = screen if isinstance(screen, TabbedScreen) else None
 
-    def emit(node: DOMNode, binding: Binding, place: str, run: Callable[[], object]) -> Iterator[PaletteCommand]:
+    def emit(node: DOMNode | type, binding: Binding, place: str, run: Callable[[], object]) -> Iterator[PaletteCommand]:
         key = (type(node) if isinstance(node, DOMNode) else node, binding.action)
         if binding.action in skip_actions or key in seen:
             return
@@ -65,33 +87,35 @@ def screen_commands(screen: Screen, skip_actions: set[str]) -> Iterator[PaletteC
     for binding in own_bindings(type(screen)):
         yield from emit(screen, binding, where, _runner(screen, binding.action))
 
-    tab_of = getattr(screen, "palette_tab_of", None)
     focused = screen.focused
     widgets = [w for w in screen.walk_children(Widget) if any(True for _ in own_bindings(type(w)))]
     widgets.sort(key=lambda w: not _in_chain(w, focused))  # the focused chain's instance wins
     for widget in widgets:
-        tab = tab_of(widget) if callable(tab_of) else None
+        tab = tabbed.palette_tab_of(widget) if tabbed is not None else None
         place = getattr(widget, "PALETTE_NAME", None) or (tab[1] if tab else where)
         for binding in own_bindings(type(widget)):
-            run = _tab_runner(screen, tab[0], widget, binding.action) if tab else _runner(widget, binding.action)
+            run = (_tab_runner(tabbed, tab[0], widget, binding.action) if tabbed is not None and tab
+                   else _runner(widget, binding.action))
             yield from emit(widget, binding, place, run)
 
     # a session's tabs not opened yet: their panes' actions, which open the tab first
-    for tab_id, label, factory in getattr(screen, "palette_tabs", lambda: ())():
+    if tabbed is None:
+        return
+    for tab_id, label, factory in tabbed.palette_tabs():
         if not isinstance(factory, type):
             continue
         for binding in own_bindings(factory):
-            yield from emit(factory, binding, label, _lazy_tab_runner(screen, tab_id, binding.action))
+            yield from emit(factory, binding, label, _lazy_tab_runner(tabbed, tab_id, binding.action))
 
 
-def _runner(node: DOMNode, action: str) -> Callable[[], Awaitable[object]]:
+def _runner(node: Widget, action: str) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
         await node.run_action(action)
 
     return run
 
 
-def _tab_runner(screen: Screen, tab_id: str, widget: Widget, action: str) -> Callable[[], Awaitable[object]]:
+def _tab_runner(screen: TabbedScreen, tab_id: str, widget: Widget, action: str) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
         await screen.open_tab(tab_id)
         if widget.focusable:
@@ -101,7 +125,7 @@ def _tab_runner(screen: Screen, tab_id: str, widget: Widget, action: str) -> Cal
     return run
 
 
-def _lazy_tab_runner(screen: Screen, tab_id: str, action: str) -> Callable[[], Awaitable[object]]:
+def _lazy_tab_runner(screen: TabbedScreen, tab_id: str, action: str) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
         pane = await screen.open_tab(tab_id)
         await pane.run_action(action)
@@ -113,8 +137,7 @@ class BbrowseCommands(Provider):
     """Global commands first (in the app's order), then the screen's; nothing else."""
 
     def _commands(self) -> list[PaletteCommand]:
-        app: BbrowseApp = self.app  # type: ignore[assignment]
-        return list(app.palette_commands(self.screen))
+        return list(cast(PaletteHost, self.app).palette_commands(self.screen))
 
     async def discover(self) -> Hits:
         for command in self._commands():

@@ -30,13 +30,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.suggester import Suggester
+from textual.timer import Timer
 from textual.widgets import Input, ProgressBar, Static, Tree
 
 from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone
+from bbrowse.tui.app_services import services
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.format import absolute_time, human_bytes
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.saving import commit, partial_path
-from bbrowse.tui.screens.confirm import ConfirmScreen
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileViewer
 from bbrowse.uploads import UploadPlan, plan, upload
@@ -156,7 +159,7 @@ class PromptInput(PathInput):
         self.action_cursor_right()  # at the end, takes the suggestion shown
 
 
-class FilesPane(Vertical):
+class FilesPane(SessionPane):
     BINDINGS = [
         Binding("g", "goto", "Go to path", id="files.goto"),
         Binding("tilde", "home", "Work dir", id="files.home"),
@@ -192,15 +195,14 @@ class FilesPane(Vertical):
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__()
-        self.session_id = session_id
+        super().__init__(session_id)
         self.working_directory: str | None = None
         #: The last file saved (its local path), for the user and tests.
         self.last_saved: Path | None = None
         #: The directory the watch follows (None: not watching), and changes waiting to be listed.
         self.watching: str | None = None
         self._dirty: set[str] = set()
-        self._flush_timer = None
+        self._flush_timer: Timer | None = None
         #: The open question: what answers it (`_answer_*`) and what it is about.
         self._prompt_kind: str | None = None
         self._prompt_about: str = ""
@@ -252,9 +254,9 @@ class FilesPane(Vertical):
         """The session's working directory: `pwd` run once in the session (processes start there)."""
         if self.working_directory is None:
             try:
-                result = await self.app.client.processes.exec(self.session_id, "pwd")
+                result = await self.client.processes.exec(self.session_id, "pwd")
             except ClientError as error:
-                self.app.report_error(error, "Working directory unknown; showing /")
+                services(self).report_error(error, "Working directory unknown; showing /")
                 return None
             found = base64.b64decode(result.stdout_b64).decode(errors="replace").strip()
             if result.exit_code != 0 or not found.startswith("/"):
@@ -304,7 +306,7 @@ class FilesPane(Vertical):
     async def _go(self, path: str) -> None:
         error_box = self.query_one("#files-goto-error", Static)
         try:
-            info = await self.app.client.fs.file_info(self.session_id, path)
+            info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             error_box.update(Text(str(error)))
             error_box.add_class("shown")
@@ -330,7 +332,7 @@ class FilesPane(Vertical):
     @work(exclusive=True, group="files-info")
     async def _fetch_info(self, path: str) -> None:
         try:
-            info = await self.app.client.fs.file_info(self.session_id, path)
+            info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             self.query_one("#files-info", Static).update(Text(f"{path}\n{error}", style="red"))
             return
@@ -382,7 +384,7 @@ class FilesPane(Vertical):
 
     @work(exclusive=True, group="files-save")
     async def _save(self, path: str, target: Path) -> None:
-        client = self.app.client
+        client = self.client
         box = self.query_one("#files-progress")
         label = self.query_one("#files-progress-label", Static)
         bar = self.query_one("#files-progress-bar", ProgressBar)
@@ -407,7 +409,7 @@ class FilesPane(Vertical):
         except (ClientError, OSError) as error:
             partial.unlink(missing_ok=True)
             box.remove_class("active")
-            self.app.report_error(error, f"Could not save {path}")
+            services(self).report_error(error, f"Could not save {path}")
             return
         bar.update(total=max(received, 1) if not info.size_bytes else info.size_bytes, progress=received)
         label.update(Text(f"Saved {human_bytes(received)} to {target}"))
@@ -535,11 +537,11 @@ class FilesPane(Vertical):
         target = posixpath.join(directory, what.name)
         self._close_prompt()
         try:
-            existing = await self.app.client.fs.file_info(self.session_id, target)
+            existing = await self.client.fs.file_info(self.session_id, target)
         except NotFound:
             existing = None
         except ClientError as error:
-            self.app.report_error(error, f"Could not upload to {target}")
+            services(self).report_error(error, f"Could not upload to {target}")
             return
         if existing is None:
             self._upload(what, target)
@@ -558,10 +560,10 @@ class FilesPane(Vertical):
     async def _upload(self, what: UploadPlan, target: str) -> None:
         self._progress_begin(f"Uploading {what.local} → {target}", what.size)
         try:
-            await upload(self.app.client.fs, self.session_id, what, target, progress=self._progress_at)
+            await upload(self.client.fs, self.session_id, what, target, progress=self._progress_at)
         except ClientError as error:
             self._progress_end(None)
-            self.app.report_error(error, f"Could not upload {what.local}")
+            services(self).report_error(error, f"Could not upload {what.local}")
             return
         self._progress_end(f"Uploaded {what.describe()} ({human_bytes(what.size)}) to {target}", what.size)
         self.notify(target, title=f"Uploaded {what.describe()}")
@@ -583,7 +585,7 @@ class FilesPane(Vertical):
     @work(exclusive=True, group="files-prompt")
     async def _mkdir(self, path: str) -> None:
         try:
-            await self.app.client.fs.create_directory(self.session_id, path)
+            await self.client.fs.create_directory(self.session_id, path)
         except ClientError as error:
             self._prompt_error(str(error))
             return
@@ -613,7 +615,7 @@ class FilesPane(Vertical):
     @work(exclusive=True, group="files-prompt")
     async def _move(self, source: str, target: str, *, overwrite: bool) -> None:
         try:
-            await self.app.client.fs.move(self.session_id, source, target, overwrite=overwrite)
+            await self.client.fs.move(self.session_id, source, target, overwrite=overwrite)
         except Conflict:
             def answered(yes: bool | None) -> None:
                 if yes:
@@ -625,7 +627,7 @@ class FilesPane(Vertical):
         except ClientError as error:
             self._prompt_error(str(error))
             if self._prompt_kind is None:
-                self.app.report_error(error, f"Could not move {source}")
+                services(self).report_error(error, f"Could not move {source}")
             return
         if self._prompt_kind == "move":
             self._close_prompt()
@@ -653,7 +655,7 @@ class FilesPane(Vertical):
     @work(exclusive=True, group="files-prompt")
     async def _chmod(self, path: str, mode: str) -> None:
         try:
-            await self.app.client.fs.set_file_permissions(self.session_id, path, mode)
+            await self.client.fs.set_file_permissions(self.session_id, path, mode)
         except ClientError as error:
             self._prompt_error(str(error))
             return
@@ -687,14 +689,14 @@ class FilesPane(Vertical):
 
     @work(group="files-delete")
     async def _delete(self, path: str, is_dir: bool) -> None:
-        fs = self.app.client.fs
+        fs = self.client.fs
         try:
             if is_dir:
                 await fs.delete_directory(self.session_id, path)
             else:
                 await fs.delete_file(self.session_id, path)
         except ClientError as error:
-            self.app.report_error(error, f"Could not delete {path}")
+            services(self).report_error(error, f"Could not delete {path}")
             return
         self.notify(path, title="Deleted")
         self._changed_dirs(posixpath.dirname(path) or "/")
@@ -717,13 +719,13 @@ class FilesPane(Vertical):
         partial = partial_path(target)
         self._progress_begin(f"Zipping {directory} → {target}", None)
         try:
-            size = await self.app.client.fs.save_dir_zip(self.session_id, directory, partial,
+            size = await self.client.fs.save_dir_zip(self.session_id, directory, partial,
                                                          progress=self._progress_at)
             target = commit(partial, target)
         except (ClientError, OSError) as error:
             partial.unlink(missing_ok=True)
             self._progress_end(None)
-            self.app.report_error(error, f"Could not download {directory}")
+            services(self).report_error(error, f"Could not download {directory}")
             return
         self._progress_end(f"Saved {directory} as {target} ({human_bytes(size)})", size)
         self.last_saved = target
@@ -742,7 +744,7 @@ class FilesPane(Vertical):
         delay = WATCH_RETRY_SECONDS
         while True:
             try:
-                async with self.app.client.fs.watch(self.session_id, root, recursive=recursive) as events:
+                async with self.client.fs.watch(self.session_id, root, recursive=recursive) as events:
                     self.watching = root
                     delay = WATCH_RETRY_SECONDS
                     async for event in events:

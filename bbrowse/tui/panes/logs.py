@@ -29,7 +29,8 @@ from textual.widgets import Button, Input, Label, OptionList, RadioButton, Radio
 
 from bbrowse.client import BrowserClient, ClientError, is_permanent
 from bbrowse.client.errors import ConnectionLost
-from bbrowse.tui.app import describe_error, settings_of
+from bbrowse.tui.app_services import describe_error, services, settings_of
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
@@ -102,7 +103,7 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 connected_once = True
                 attempt = 0
                 panel.connection = "● live"
-                panel.app.connection_ok()
+                services(panel).connection_ok()
                 count = 0
                 unavailable = False
                 stamp, seconds = None, 0.0
@@ -127,10 +128,10 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 view.flush()
                 panel.connection = f"stopped: {describe_error(error)}"
                 if not connected_once:
-                    panel.app.report_error(error, f"Could not open the log {target.label}")
+                    services(panel).report_error(error, f"Could not open the log {target.label}")
                 return
             if isinstance(error, ConnectionLost):
-                panel.app.connection_lost(error)  # the app's own indicator (once per outage)
+                services(panel).connection_lost(error)  # the app's own indicator (once per outage)
             reason = describe_error(error)
         view.flush()
         if lost_at is None:
@@ -289,8 +290,8 @@ class OpenLogScreen(ModalScreen[LogTarget | None]):
         self.dismiss(None)
 
 
-class LogsPane(Vertical, can_focus=True):
-    """The session screen's "Logs" tab: log panes side by side; self-contained, needs only `app.client`.
+class LogsPane(SessionPane, can_focus=True):
+    """The session screen's "Logs" tab: log panes side by side; self-contained, needs only the client.
 
     Focusable itself, so `o` works while no pane is open; the focus goes to a pane's lines otherwise.
     """
@@ -312,8 +313,7 @@ class LogsPane(Vertical, can_focus=True):
     """
 
     def __init__(self, session_id: str, *, open_default: bool = True, capacity: int | None = None) -> None:
-        super().__init__()
-        self.session_id = session_id
+        super().__init__(session_id)
         self.open_default = open_default
         self.capacity = capacity
         self._shown = False
@@ -350,12 +350,12 @@ class LogsPane(Vertical, can_focus=True):
                 self._open_default()
         focused = self.screen.focused
         if focused is None or not focused.region:  # nothing (visible) has the focus: take it
-            self.focus_active()
+            self.focus_default()
 
     @work(exclusive=True, group="logs-default")
     async def _open_default(self) -> None:
         try:
-            names = await self.app.client.logs.supervisors(self.session_id)
+            names = await self.client.logs.supervisors(self.session_id)
         except ClientError:
             return  # e.g. a service without the extension: the empty state says how to open one
         if names and not self.panels:
@@ -365,7 +365,7 @@ class LogsPane(Vertical, can_focus=True):
     async def open_log(self, target: LogTarget, *, focus: bool = True) -> LogPanel:
         """Add a pane following `target` and start its stream."""
         self._count += 1
-        client, session_id = self.app.client, self.session_id
+        client, session_id = self.client, self.session_id
 
         def feed(panel: LogPanel) -> Awaitable[None]:
             return follow_log(panel, client, session_id, target)
@@ -405,7 +405,7 @@ class LogsPane(Vertical, can_focus=True):
             if target is not None:
                 self.run_worker(self.open_log(target), group="logs-open")
 
-        screen = OpenLogScreen(self.app.client, self.session_id, files_only=self.supervisor_logs_unavailable)
+        screen = OpenLogScreen(self.client, self.session_id, files_only=self.supervisor_logs_unavailable)
         self.app.push_screen(screen, opened)
 
     async def action_close(self) -> None:
@@ -432,7 +432,7 @@ class LogsPane(Vertical, can_focus=True):
         self._activate(self.current)
         self.toggle_class("zoomed")
 
-    def focus_active(self) -> None:
+    def focus_default(self) -> None:
         """Give the focus to the active pane's lines, or to this pane while none is open."""
         if self.current is not None:
             self.current.focus_view()

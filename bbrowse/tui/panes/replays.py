@@ -12,9 +12,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
 from bbrowse.client import ClientError
+from bbrowse.tui.app_services import services
+from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.format import absolute_time, duration, human_bytes
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.saving import commit, partial_path
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Replay
 
@@ -30,7 +32,7 @@ FITS = (ColumnFit("finished", 0, 8), ColumnFit("id", 1, 13), ColumnFit("started"
 
 def replay_cells(replay: Replay) -> dict[str, str | Text]:
     recording = replay.finished_at is None
-    cells = {
+    cells: dict[str, str | Text] = {
         "id": Text(replay.replay_id),
         "started": absolute_time(replay.started_at),
         "finished": absolute_time(replay.finished_at) if not recording else "—",
@@ -40,7 +42,7 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
     return {key: ellipsized(value) for key, value in cells.items()}
 
 
-class ReplaysPane(Vertical):
+class ReplaysPane(SessionPane):
     BINDINGS = [
         Binding("r", "toggle_recording", "Record / stop", id="replays.toggle"),
         Binding("s", "download", "Download", id="replays.download"),
@@ -56,8 +58,7 @@ class ReplaysPane(Vertical):
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__()
-        self.session_id = session_id
+        super().__init__(session_id)
         self._replays: dict[str, Replay] = {}
         #: The last replay downloaded (its local path).
         self.last_saved: Path | None = None
@@ -86,9 +87,9 @@ class ReplaysPane(Vertical):
     @work(exclusive=True, group="replays-refresh")
     async def refresh_replays(self) -> None:
         try:
-            replays = await self.app.client.replays.list(self.session_id)
+            replays = await self.client.replays.list(self.session_id)
         except ClientError as error:
-            self.app.report_error(error, "Could not list replays")
+            services(self).report_error(error, "Could not list replays")
             return
         self._replays = {r.replay_id: r for r in replays}
         table = self.query_one(DataTable)
@@ -105,14 +106,14 @@ class ReplaysPane(Vertical):
         if not table.row_count:
             return None
         row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        return self._replays.get(row_key.value)
+        return self._replays.get(row_key.value) if row_key.value is not None else None
 
     def recording(self) -> Replay | None:
         return next((r for r in self._replays.values() if r.finished_at is None), None)
 
     @work(exclusive=True, group="replays-toggle")
     async def action_toggle_recording(self) -> None:
-        client = self.app.client
+        client = self.client
         try:
             current = self.recording()
             if current is not None:
@@ -122,7 +123,7 @@ class ReplaysPane(Vertical):
                 replay = await client.replays.start(self.session_id)
                 self.notify(f"Recording {replay.replay_id}… press r to stop")
         except ClientError as error:
-            self.app.report_error(error, "Recording")
+            services(self).report_error(error, "Recording")
         self.refresh_replays()
 
     def action_copy_url(self) -> None:
@@ -159,7 +160,7 @@ class ReplaysPane(Vertical):
         partial = partial_path(target)
         received = 0
         try:
-            stream = self.app.client.replays.download(self.session_id, replay.replay_id)
+            stream = self.client.replays.download(self.session_id, replay.replay_id)
             with partial.open("wb") as out:
                 async with stream:
                     total = getattr(stream, "content_length", None)
@@ -172,7 +173,7 @@ class ReplaysPane(Vertical):
             target = commit(partial, target)
         except (ClientError, OSError) as error:
             partial.unlink(missing_ok=True)
-            self.app.report_error(error, "Download failed")
+            services(self).report_error(error, "Download failed")
             return
         finally:
             box.remove_class("active")

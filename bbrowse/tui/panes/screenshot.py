@@ -27,15 +27,15 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
-from bbrowse.tui.app import settings_of
+from bbrowse.tui.app_services import services, settings_of
+from bbrowse.tui.dialogs.save import SaveScreen
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.saving import commit, partial_path
-from bbrowse.tui.screens.save import SaveScreen
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
@@ -89,7 +89,7 @@ class RegionInput(Input):
         self.post_message(self.Closed())
 
 
-class ScreenshotPane(Vertical, can_focus=True):
+class ScreenshotPane(SessionPane, can_focus=True):
     BINDINGS = [
         Binding("space", "capture", "Capture", id="screenshot.capture"),
         Binding("c", "capture", "Capture", show=False, id="screenshot.capture_c"),
@@ -123,8 +123,7 @@ class ScreenshotPane(Vertical, can_focus=True):
     def __init__(self, session_id: str, *, auto_capture: bool = True, rendering: str | None = None) -> None:
         """`auto_capture`: take a first screenshot when the pane is first shown. `rendering`: force a
         textual-image protocol (`halfcell`, `sixel`, `tgp`, `unicode`); default from the environment."""
-        super().__init__()
-        self.session_id = session_id
+        super().__init__(session_id)
         self.auto_capture = auto_capture
         self.rendering = rendering
         self.capture_region: ScreenshotRegion | None = None
@@ -205,7 +204,7 @@ class ScreenshotPane(Vertical, can_focus=True):
 
     async def _capture_once(self) -> bool:
         """Capture, decode and draw one frame (with the browser's mouse); False when it failed (shown)."""
-        computer = self.app.client.computer
+        computer = self.client.computer
         failure: BaseException | None = None
         prefix = ""
         started = time.perf_counter()
@@ -244,7 +243,7 @@ class ScreenshotPane(Vertical, can_focus=True):
 
     async def _mouse_position(self) -> tuple[int, int] | None:
         try:
-            return await self.app.client.computer.mouse_position(self.session_id)
+            return await self.client.computer.mouse_position(self.session_id)
         except ClientError:
             return None  # an older service, or no pointer yet: no mark
 
@@ -297,7 +296,7 @@ class ScreenshotPane(Vertical, can_focus=True):
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
         box.add_class("shown")
         if isinstance(error, ClientError) and not isinstance(error, ServiceError):
-            self.app.report_error(error)  # the connection itself: let the app mark it
+            services(self).report_error(error)  # the connection itself: let the app mark it
         self._update_status()
 
     # live view ----------------------------------------------------------------
@@ -365,7 +364,7 @@ class ScreenshotPane(Vertical, can_focus=True):
     def action_interact(self) -> None:
         """Send the mouse and keyboard to the browser (the live view starts too); esc leaves."""
         if self.remote is None:
-            self.remote = RemoteInput(self.app.client.computer, self.session_id, on_error=self._input_failed)
+            self.remote = RemoteInput(self.client.computer, self.session_id, on_error=self._input_failed)
         self._set_live(True)
         self.view.interact(self.remote)
         self.query_one("#shot-hint", Static).update(INTERACT_HINT)
@@ -396,7 +395,7 @@ class ScreenshotPane(Vertical, can_focus=True):
             self.notify(f"{error.code} ({error.status}): {error.message}", title="The browser refused that input",
                         severity="warning")
         else:
-            self.app.report_error(error, "Input not sent")
+            services(self).report_error(error, "Input not sent")
 
     # region -------------------------------------------------------------------
 

@@ -14,10 +14,11 @@ import itertools
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone
+from bbrowse.tui.app_services import services
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.shell_session import ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
 
@@ -55,14 +56,15 @@ class ShellTab(TabPane):
         self.gone = False
 
     def on_mount(self) -> None:
+        app = services(self)
         self.shell = ShellSession(
-            self.app.client,
+            app.connected_client(),
             self.session_id,
             on_output=self.terminal.write,
             on_exit=self._exited,
             on_error=self._error,
             on_path=self._path_changed,
-            command=self.app.shell_command,
+            command=app.shell_command,
         )
 
     def _show_state(self, state: str) -> None:
@@ -87,19 +89,22 @@ class ShellTab(TabPane):
 
     @work(exclusive=True, group="shell-start")
     async def _start(self, cols: int, rows: int) -> None:
+        shell = self.shell
+        assert shell is not None  # made in on_mount, before the terminal reports its size
         self.terminal.reset()
         try:
-            await self.shell.start(cols, rows)
+            await shell.start(cols, rows)
         except ClientError as error:
-            self.app.report_error(error, "Could not start the shell")
+            services(self).report_error(error, "Could not start the shell")
             self.terminal.show_exit(None)
             return
-        if self.shell.path is None:
-            self._show_state(f"process {self.shell.process_id[:8]}")
-        self.app.connection_ok()
+        if shell.path is None and shell.process_id is not None:
+            self._show_state(f"process {shell.process_id[:8]}")
+        services(self).connection_ok()
 
     @work(group="shell-resize")
     async def _resize(self, cols: int, rows: int) -> None:
+        assert self.shell is not None  # resized only once started
         await self.shell.resize(cols, rows)
 
     def _exited(self, code: int | None) -> None:
@@ -109,7 +114,7 @@ class ShellTab(TabPane):
     async def _after_exit(self, code: int | None) -> None:
         """Offer a restart only when there is something to restart in: a deleted session (e.g. `bbrowse rm`
         elsewhere, which hangs the shell up with 129) says so instead."""
-        if await session_gone(self.app.client, self.session_id):
+        if await session_gone(services(self).connected_client(), self.session_id):
             self.gone = True
             self.terminal.feed(GONE_BANNER)
             self._show_state("session deleted")
@@ -120,26 +125,27 @@ class ShellTab(TabPane):
         self._show_state(f"exited {code}" if code is not None else "ended")
 
     def _error(self, error: BaseException) -> None:
-        self.app.report_error(error, "Shell")
+        services(self).report_error(error, "Shell")
 
     @on(TerminalView.RestartRequested)
     def _restart(self) -> None:
         if self.gone:
             return
+        assert self.shell is not None  # a restart follows an exit: the shell was made
         cols, rows = self.terminal.terminal_size
         self.shell.process_id = None
         self._start(cols, rows)
 
     @on(TerminalView.InputFailed)
     def _input_failed(self, event: TerminalView.InputFailed) -> None:
-        self.app.report_error(event.error, "Input not delivered")
+        services(self).report_error(event.error, "Input not delivered")
 
     async def close(self) -> None:
         if self.shell is not None:
             await self.shell.close()
 
 
-class ShellsPane(Vertical):
+class ShellsPane(SessionPane):
     BINDINGS = [
         Binding("t", "new_shell", "New shell", id="shells.new"),
         Binding("w", "close_shell", "Close shell", id="shells.close"),
@@ -153,8 +159,7 @@ class ShellsPane(Vertical):
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__()
-        self.session_id = session_id
+        super().__init__(session_id)
         self._numbers = itertools.count(1)
 
     def compose(self) -> ComposeResult:
@@ -171,17 +176,18 @@ class ShellsPane(Vertical):
 
     async def action_new_shell(self) -> None:
         number = next(self._numbers)
-        tab = ShellTab(self.session_id, f"shell {number}", f"shell-{number}")
+        pane_id = f"shell-{number}"
+        tab = ShellTab(self.session_id, f"shell {number}", pane_id)
         tabs = self.query_one("#shell-tabs", TabbedContent)
         await tabs.add_pane(tab)
-        tabs.active = tab.id
+        tabs.active = pane_id
         self._sync_empty()
         tab.terminal.focus()
 
     async def action_close_shell(self) -> None:
         tabs = self.query_one("#shell-tabs", TabbedContent)
         active = tabs.active_pane
-        if not isinstance(active, ShellTab):
+        if not isinstance(active, ShellTab) or active.id is None:
             return
         await active.close()
         await tabs.remove_pane(active.id)

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, Switch
 
 from bbrowse.client import ClientError
-from bbrowse.tui.app import describe_error
+from bbrowse.tui.app_services import describe_error, services
 from bbrowse.wire import Browser
 
 DEFAULT_TIMEOUT = 300
@@ -129,7 +129,7 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
             return
         error.update("Creating…")
         try:
-            browser = await self.app.client.sessions.create(
+            browser = await services(self).connected_client().sessions.create(
                 name=self.query_one("#name", Input).value.strip() or None,
                 start_url=start_url,
                 headless=self.query_one("#headless", Switch).value,

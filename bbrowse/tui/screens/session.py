@@ -23,16 +23,18 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
-from bbrowse.tui.app import BbrowseScreen
+from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.panes.logs import LogsPane
 from bbrowse.tui.panes.replays import ReplaysPane
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.panes.shells import ShellsPane
+from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.terminal.widget import alt_digit_keys
 from bbrowse.wire import Browser
 
-PaneFactory = Callable[[str], Widget]
+#: Makes a tab's pane for a session id (a pane class, or a test's fixed pane).
+PaneFactory = Callable[[str], SessionPane]
 
 #: (tab id, label, pane factory), in tab order; alt+1..alt+5 (and 1..5) switch to them.
 TABS: tuple[tuple[str, str, PaneFactory], ...] = (
@@ -117,7 +119,7 @@ class SessionScreen(BbrowseScreen):
         a new shell's terminal, would also leave behind)."""
         focused = self.focused
         tab = self.palette_tab_of(focused) if focused is not None else None
-        if tab is not None and tab[0] == self._current_tab:
+        if focused is not None and tab is not None and tab[0] == self._current_tab:
             self._focus_in_tab[tab[0]] = focused
 
     async def _show(self, tab_id: str, *, focus_pane: bool) -> None:
@@ -150,11 +152,8 @@ class SessionScreen(BbrowseScreen):
             self._focus_tab_bar()
             return
         content = pane.children[0] if pane.children else None
-        focus = getattr(content, "focus_default", None) or getattr(content, "focus_active", None)
-        if callable(focus):
-            focus()
-        elif content is not None and content.focusable:
-            content.focus()
+        if isinstance(content, SessionPane):
+            content.focus_default()
 
     async def open_tab(self, tab_id: str) -> Widget:
         """Show `tab_id` (mounting its pane if needed) and return its pane: for the palette's commands."""

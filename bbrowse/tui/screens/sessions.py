@@ -17,8 +17,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Input, Static
 
 from bbrowse.client import ClientError
-from bbrowse.tui.app import BbrowseScreen
+from bbrowse.tui.app_services import services
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.format import absolute_time, human_seconds, relative_time
+from bbrowse.tui.screens.base import BbrowseScreen
+from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Browser
 
@@ -37,7 +40,7 @@ def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, st
     ellipsis when its column is narrowed."""
     created = f"{relative_time(browser.created_at, now)}  {absolute_time(browser.created_at)}"
     state = Text("deleted", style="red") if browser.deleted_at else Text("active", style="green")
-    cells = {
+    cells: dict[str, str | Text] = {
         "name": Text(browser.name or "—"),
         "id": Text(browser.session_id),
         "created": created,
@@ -96,8 +99,9 @@ class SessionsScreen(BbrowseScreen):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         filter_input = self.query_one("#filter", Input)
-        filter_input.value = self.app.last_filter
-        filter_input.display = bool(self.app.last_filter)
+        last_filter = services(self).last_filter
+        filter_input.value = last_filter
+        filter_input.display = bool(last_filter)
         self._apply()
         table.focus()
         if self._live:
@@ -118,13 +122,13 @@ class SessionsScreen(BbrowseScreen):
 
     @work(exclusive=True, group="sessions-refresh")
     async def refresh_sessions(self) -> None:
-        client = self.app.client
+        app = services(self)
         try:
-            browsers = [b async for b in client.sessions.list(page_size=100)]
+            browsers = [b async for b in app.connected_client().sessions.list(page_size=100)]
         except ClientError as error:
-            self.app.report_error(error, "Could not list sessions")
+            app.report_error(error, "Could not list sessions")
             return
-        self.app.connection_ok()
+        app.connection_ok()
         self._browsers = {b.session_id: b for b in browsers}
         self._loaded = True
         if not self.is_attached or not self.query(DataTable):
@@ -181,7 +185,7 @@ class SessionsScreen(BbrowseScreen):
         if not table.row_count:
             return None
         row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        return self._browsers.get(row_key.value)
+        return self._browsers.get(row_key.value) if row_key.value is not None else None
 
     # filter ---------------------------------------------------------------
 
@@ -192,7 +196,7 @@ class SessionsScreen(BbrowseScreen):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.app.last_filter = event.value
+        services(self).last_filter = event.value
         self._apply()
 
     @on(Input.Submitted, "#filter")
@@ -223,6 +227,8 @@ class SessionsScreen(BbrowseScreen):
         self.action_open()
 
     def action_open(self) -> None:
+        # imported when a session is first opened: its shells pane loads the terminal emulator (pyghostty),
+        # which takes longer than everything the sessions table needs
         from bbrowse.tui.screens.session import SessionScreen
 
         browser = self.selected()
@@ -230,8 +236,6 @@ class SessionsScreen(BbrowseScreen):
             self.app.push_screen(SessionScreen(browser))
 
     def action_create(self) -> None:
-        from bbrowse.tui.screens.create_session import CreateSessionScreen
-
         def created(browser: Browser | None) -> None:
             if browser is None:
                 return
@@ -246,8 +250,6 @@ class SessionsScreen(BbrowseScreen):
         self.app.push_screen(CreateSessionScreen(), created)
 
     def action_delete(self) -> None:
-        from bbrowse.tui.screens.confirm import ConfirmScreen
-
         browser = self.selected()
         if browser is None:
             return
@@ -265,9 +267,9 @@ class SessionsScreen(BbrowseScreen):
     @work(group="sessions-delete")
     async def _delete(self, browser: Browser) -> None:
         try:
-            await self.app.client.sessions.delete(browser.session_id)
+            await services(self).connected_client().sessions.delete(browser.session_id)
         except ClientError as error:
-            self.app.report_error(error, "Could not delete")
+            services(self).report_error(error, "Could not delete")
             return
         self._browsers.pop(browser.session_id, None)
         self._apply()

@@ -20,6 +20,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from bbrowse.client import ClientError
+from bbrowse.tui.app_services import services
 from bbrowse.wire import FileInfo
 
 #: Entries shown per directory; a huge directory gets a "… N more" leaf instead of freezing the tree.
@@ -179,7 +180,7 @@ class RemoteFileTree(Tree[RemoteEntry]):
         entry = node.data
         assert entry is not None
         try:
-            infos = await self.app.client.fs.list_files(self.session_id, entry.path)
+            infos = await services(self).connected_client().fs.list_files(self.session_id, entry.path)
         except ClientError as error:
             entry.error = str(error)
             infos = None
@@ -221,7 +222,7 @@ class RemoteFileTree(Tree[RemoteEntry]):
         entry = node.data
         assert entry is not None
         try:
-            infos = await self.app.client.fs.list_files(self.session_id, entry.path)
+            infos = await services(self).connected_client().fs.list_files(self.session_id, entry.path)
         except ClientError:
             infos = None
         if not self._is_live(node) or node.data is not entry:

@@ -38,6 +38,7 @@ from textual.worker import get_current_worker
 from bbrowse.client import ClientError
 from bbrowse.tui import hexdump
 from bbrowse.tui.ansi_text import show_controls
+from bbrowse.tui.app_services import services
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
 from bbrowse.tui.format import human_bytes
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
@@ -445,8 +446,9 @@ class FileViewer(Vertical):
         skip = self.loaded_bytes
         seen = 0
         eof = False
+        fs = services(self).connected_client().fs
         try:
-            async with self.app.client.fs.read_file(self.session_id, path, chunk_size=None) as chunks:
+            async with fs.read_file(self.session_id, path, chunk_size=None) as chunks:
                 async for chunk in chunks:
                     self.bytes_received += len(chunk)
                     start, seen = seen, seen + len(chunk)
@@ -532,9 +534,7 @@ class FileViewer(Vertical):
         self.error = str(error)
         self._message(f"Could not read {self.path}\n{error}", error=True)
         self.set_class(False, "-lines", "-image")
-        report = getattr(self.app, "report_error", None)
-        if report is not None:
-            report(error, "Could not read file")
+        services(self).report_error(error, "Could not read file")  # a read failed: the app has a client
         self.post_message(self.Opened(self))
 
     # showing ------------------------------------------------------------------

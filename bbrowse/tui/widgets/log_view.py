@@ -894,7 +894,7 @@ class LogPanel(Vertical):
 
     def action_save(self) -> None:
         """Ask where (the download directory by default), then write the lines held right now."""
-        from bbrowse.tui.screens.save import SaveScreen
+        from bbrowse.tui.dialogs.save import SaveScreen
 
         lines = self.view.buffer.snapshot()
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -1,0 +1,41 @@
+"""The base of bbrowse's full screens: the service bar on top, kept in step with the app's connection state."""
+
+from __future__ import annotations
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.screen import Screen
+
+from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
+
+
+class BbrowseScreen(Screen[None]):
+    """A screen with the service bar on top, kept in step with the app's connection state.
+
+    The bar is set up by a `Mount` handler of its own (not `on_mount`), so subclasses define their
+    `on_mount`, sync or async, without calling this one: Textual runs the handlers of every class in
+    the MRO, the subclass's first.
+    """
+
+    #: Shown in the service bar after "bbrowse │ … │ state │".
+    CRUMBS: tuple[str, ...] = ("Sessions",)
+
+    def compose_bar(self) -> ComposeResult:
+        yield ServiceBar()
+
+    @on(events.Mount)
+    def _follow_connection(self) -> None:
+        bar = self.query_one(ServiceBar)
+        bar.crumbs = self.crumbs()
+
+        def show_state(state: ConnectionState) -> None:
+            bar.state = state
+
+        def show_label(label: str) -> None:
+            bar.service_label = label
+
+        self.watch(self.app, "connection_state", show_state)
+        self.watch(self.app, "service_label", show_label)
+
+    def crumbs(self) -> tuple[str, ...]:
+        return self.CRUMBS
