@@ -12,8 +12,9 @@ import click
 
 from bbrowse.client import BrowserClient
 from bbrowse.commands import progress
-from bbrowse.commands.output import human_bytes, local_time, print_json, table, write_all
+from bbrowse.commands.output import print_json, table, write_all
 from bbrowse.commands.runner import run
+from bbrowse.humanize import absolute_time, human_bytes
 from bbrowse.wire import FileInfo
 
 
@@ -45,8 +46,8 @@ def cat_command(session: str, path: str) -> None:
 
 
 def long_rows(entries: list[FileInfo]) -> list[list[str]]:
-    return [[e.mode, human_bytes(e.size_bytes) if not e.is_dir else "-", local_time(e.mod_time), display_name(e)]
-            for e in entries]
+    return [[e.mode, human_bytes(e.size_bytes, compact=True) if not e.is_dir else "-", absolute_time(e.mod_time),
+             display_name(e)] for e in entries]
 
 
 def display_name(entry: FileInfo) -> str:

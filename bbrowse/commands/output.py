@@ -1,4 +1,5 @@
-"""How the scriptable commands print: one-line errors, JSON, plain aligned tables, human times and sizes.
+"""How the scriptable commands print: one-line errors, JSON, plain aligned tables (times and sizes in
+them come from `bbrowse.humanize`, as in the app).
 
 Errors are one line on stderr, `error: <code> (<status>): <message>` when the service answered and
 `error: <code>: <message>` when it never did (connection, configuration, local files), so a script can
@@ -11,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -59,46 +59,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, show_header:
     for row in [list(headers), *rows] if show_header else rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return "\n".join(lines)
-
-
-def relative_time(moment: datetime | None, now: datetime | None = None) -> str:
-    """`just now`, `42s ago`, `5m ago`, `3h ago`, `2d ago` (or `in 5m` for a clock that runs ahead)."""
-    if moment is None:
-        return "-"
-    now = now or datetime.now(UTC)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    seconds = (now - moment).total_seconds()
-    if abs(seconds) < 2:
-        return "just now"
-    text = duration(abs(seconds))
-    return f"{text} ago" if seconds > 0 else f"in {text}"
-
-
-def duration(seconds: float) -> str:
-    """Largest whole unit: `45s`, `10m`, `3h`, `2d` (with one more unit when it is not round: `1h30m`)."""
-    seconds = int(seconds)
-    for size, unit, smaller, small_unit in ((86400, "d", 3600, "h"), (3600, "h", 60, "m"), (60, "m", 1, "s")):
-        if seconds >= size:
-            whole, rest = divmod(seconds, size)
-            extra = rest // smaller
-            return f"{whole}{unit}{extra}{small_unit}" if extra and whole < 10 else f"{whole}{unit}"
-    return f"{seconds}s"
-
-
-def human_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "K", "M", "G", "T"):
-        if value < 1024 or unit == "T":
-            return f"{int(value)}{unit}" if unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return f"{size}B"  # pragma: no cover - the loop always returns
-
-
-def local_time(moment: datetime | None) -> str:
-    if moment is None:
-        return "-"
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -16,13 +16,15 @@ import click
 
 from bbrowse.client import BrowserClient, Stream
 from bbrowse.commands import progress
-from bbrowse.commands.output import print_json, relative_time, table, write_all
+from bbrowse.commands.output import print_json, table, write_all
 from bbrowse.commands.runner import CommandError, run
+from bbrowse.humanize import relative_time
 from bbrowse.wire import Replay
 
 
 def replay_rows(replays: list[Replay]) -> list[list[str]]:
-    return [[r.replay_id, relative_time(r.started_at), relative_time(r.finished_at) if r.finished_at else "recording",
+    return [[r.replay_id, relative_time(r.started_at) if r.started_at else "-",
+             relative_time(r.finished_at) if r.finished_at else "recording",
              r.replay_view_url or "-"] for r in replays]
 
 

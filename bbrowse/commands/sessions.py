@@ -7,8 +7,9 @@ import sys
 import click
 
 from bbrowse.client import BrowserClient, ServiceError
-from bbrowse.commands.output import EXIT_FAILURE, duration, print_error, print_json, relative_time, table
+from bbrowse.commands.output import EXIT_FAILURE, print_error, print_json, table
 from bbrowse.commands.runner import run
+from bbrowse.humanize import duration, relative_time
 from bbrowse.wire import Browser, SessionStatusFilter
 
 

@@ -34,10 +34,10 @@ from textual.timer import Timer
 from textual.widgets import Input, ProgressBar, Static, Tree
 
 from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone
+from bbrowse.humanize import absolute_time, human_bytes
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.dialogs.save import SaveScreen
-from bbrowse.tui.format import absolute_time, human_bytes
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree

@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
 from bbrowse.client import ClientError
+from bbrowse.humanize import absolute_time, elapsed, human_bytes
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.save import SaveScreen
-from bbrowse.tui.format import absolute_time, duration, human_bytes
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
@@ -34,9 +34,9 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
     recording = replay.finished_at is None
     cells: dict[str, str | Text] = {
         "id": Text(replay.replay_id),
-        "started": absolute_time(replay.started_at),
+        "started": absolute_time(replay.started_at) if replay.started_at else "—",
         "finished": absolute_time(replay.finished_at) if not recording else "—",
-        "duration": duration(replay.started_at, replay.finished_at),
+        "duration": elapsed(replay.started_at, replay.finished_at) if replay.started_at else "—",
         "state": Text("● recording", style="red bold") if recording else Text("finished", style="green"),
     }
     return {key: ellipsized(value) for key, value in cells.items()}

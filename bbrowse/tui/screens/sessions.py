@@ -17,9 +17,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Input, Static
 
 from bbrowse.client import ClientError
+from bbrowse.humanize import absolute_time, duration, relative_time
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
-from bbrowse.tui.format import absolute_time, human_seconds, relative_time
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
@@ -45,7 +45,7 @@ def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, st
         "id": Text(browser.session_id),
         "created": created,
         "headless": "yes" if browser.headless else "no",
-        "timeout": human_seconds(browser.timeout_seconds),
+        "timeout": duration(browser.timeout_seconds),
         "state": state,
     }
     return {key: ellipsized(value) for key, value in cells.items()}

@@ -36,11 +36,11 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from bbrowse.client import ClientError
+from bbrowse.humanize import human_bytes
 from bbrowse.tui import hexdump
 from bbrowse.tui.ansi_text import show_controls
 from bbrowse.tui.app_services import services
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
-from bbrowse.tui.format import human_bytes
 from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
 
 #: Bytes loaded per step (the first screen needs only the first block of it).
