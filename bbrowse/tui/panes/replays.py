@@ -35,7 +35,7 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
     cells: dict[str, str | Text] = {
         "id": Text(replay.replay_id),
         "started": absolute_time(replay.started_at) if replay.started_at else "—",
-        "finished": absolute_time(replay.finished_at) if not recording else "—",
+        "finished": absolute_time(replay.finished_at) if replay.finished_at is not None else "—",
         "duration": elapsed(replay.started_at, replay.finished_at) if replay.started_at else "—",
         "state": Text("● recording", style="red bold") if recording else Text("finished", style="green"),
     }
