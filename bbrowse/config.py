@@ -37,6 +37,13 @@ ENVIRONMENT = "environment"
 
 ProfileKind = Literal["embedded", "remote", "cloud"]
 Rendering = Literal["auto", "tgp", "sixel", "halfcell", "unicode"]
+#: What `BBROWSE_IMAGE_RENDERING` may say, in any case: a rendering's name, or `kitty` for its graphics (tgp).
+_RENDERING_NAMES: dict[str, Rendering] = {name: name for name in get_args(Rendering)} | {"kitty": "tgp"}
+
+
+def parse_rendering(text: str | None) -> Rendering | None:
+    """The rendering `text` names (the value of `BBROWSE_IMAGE_RENDERING`), None when it names none."""
+    return _RENDERING_NAMES.get((text or "").strip().lower())
 
 
 class ConfigFileError(ClientConfigError):
@@ -311,8 +318,8 @@ def apply_overrides(settings: Settings, path: Path, env: Mapping[str, str], over
         raise ConfigFileError(f"{source}: no profile named {chosen!r} (known: {known})")
     theme = overrides.theme or env.get(ENV_THEME) or settings.theme
     screenshot = settings.screenshot
-    forced = (env.get(ENV_IMAGE_RENDERING) or "").strip().lower()
-    if forced in get_args(Rendering):
+    forced = parse_rendering(env.get(ENV_IMAGE_RENDERING))
+    if forced is not None:
         screenshot = screenshot.model_copy(update={"rendering": forced})
     return settings.model_copy(update={"profiles": profiles, "profile": chosen, "theme": theme,
                                        "screenshot": screenshot})

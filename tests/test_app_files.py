@@ -19,13 +19,14 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar
 
+from bbrowse.config import ENV_IMAGE_RENDERING
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.file_kind import FileKind
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.file_viewer import LOAD_STEP, FileViewer
-from bbrowse.tui.widgets.screenshot_view import RENDERING_ENV, ScreenshotView
+from bbrowse.tui.widgets.screenshot_view import ScreenshotView
 
 PYTHON_SOURCE = b'''"""A module."""
 
@@ -240,7 +241,7 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
 async def test_an_image_file_is_drawn_as_an_image(
     service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(RENDERING_ENV, "halfcell")
+    monkeypatch.setenv(ENV_IMAGE_RENDERING, "halfcell")
     target = tmp_path / "picture.bin"  # no extension: recognised by its magic bytes
     PILImage.new("RGB", (64, 32), (200, 30, 30)).save(target, format="PNG")
     app = make_app(service)

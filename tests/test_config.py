@@ -21,6 +21,7 @@ from bbrowse.config import (
     Overrides,
     Settings,
     load_settings,
+    parse_rendering,
     save_theme,
     set_command_line,
 )
@@ -139,6 +140,12 @@ def test_precedence_file_then_environment_then_flags(config_dir, monkeypatch):
     set_command_line(Overrides(profile="embedded", theme="bbrowse-ember"))
     settings = load_settings()
     assert (settings.profile, settings.theme) == ("embedded", "bbrowse-ember")
+
+
+def test_image_rendering_names_from_the_environment():
+    assert [parse_rendering(name) for name in ("sixel", " HalfCell ", "kitty", "auto")] == [
+        "sixel", "halfcell", "tgp", "auto"]
+    assert parse_rendering("ascii-art") is None and parse_rendering("") is None and parse_rendering(None) is None
 
 
 def test_kernel_api_key_alone_means_kernel_cloud(config_dir, monkeypatch):

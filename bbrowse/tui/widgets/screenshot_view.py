@@ -26,15 +26,13 @@ from textual.containers import Center, Middle
 from textual.message import Message
 from textual.widget import Widget
 
+from bbrowse.config import ENV_IMAGE_RENDERING, Rendering, parse_rendering
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas
 
-RENDERING_ENV = "BBROWSE_IMAGE_RENDERING"
-
-_RENDERINGS: dict[str, type[Widget]] = {
+_RENDERINGS: dict[Rendering, type[Widget]] = {
     "auto": image_widgets.Image,
     "tgp": image_widgets.TGPImage,
-    "kitty": image_widgets.TGPImage,
     "sixel": image_widgets.SixelImage,
     "halfcell": image_widgets.HalfcellImage,
     "unicode": image_widgets.UnicodeImage,
@@ -43,8 +41,7 @@ _RENDERINGS: dict[str, type[Widget]] = {
 
 def image_widget_class(rendering: str | None = None) -> type[Widget]:
     """The textual-image widget class for `rendering` (else `$BBROWSE_IMAGE_RENDERING`, else auto)."""
-    name = (rendering or os.environ.get(RENDERING_ENV) or "auto").strip().lower()
-    return _RENDERINGS.get(name, _RENDERINGS["auto"])
+    return _RENDERINGS[parse_rendering(rendering or os.environ.get(ENV_IMAGE_RENDERING)) or "auto"]
 
 
 def rendering_name(cls: type[Widget]) -> str:
