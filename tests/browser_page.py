@@ -8,12 +8,13 @@ events and remembers the last key it saw. Used by the CLI, live-view and benchma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import websockets
 
@@ -62,7 +63,16 @@ def write_page(directory: Path) -> str:
 
 
 class PageProbe:
-    """The session's page over CDP: navigate, evaluate, wait."""
+    """The session's page over CDP: navigate, evaluate, wait.
+
+    Made for the page above; a test with a page of its own subclasses it and says, in `ready`, what
+    that page's script defines once it has run.
+    """
+
+    #: A JavaScript expression, true once the test page has loaded and its script has run.
+    ready = "'clicks' in window"
+    #: Bound on waiting for a CDP answer, and `wait_for`'s default bound.
+    wait_seconds: float = WAIT_SECONDS
 
     def __init__(self, ws: websockets.ClientConnection) -> None:
         self.ws = ws
@@ -70,7 +80,16 @@ class PageProbe:
         self.session_id = ""
 
     @classmethod
-    async def attach(cls, ws: websockets.ClientConnection) -> PageProbe:
+    @contextlib.asynccontextmanager
+    async def showing(cls, cdp_ws_url: str, url: str) -> AsyncIterator[Self]:
+        """A probe on the session's page, freshly loaded with `url`, while the block runs (a `page` fixture's body)."""
+        async with websockets.connect(cdp_ws_url, max_size=None, ping_interval=None) as ws:
+            probe = await cls.attach(ws)
+            await probe.open(url)
+            yield probe
+
+    @classmethod
+    async def attach(cls, ws: websockets.ClientConnection) -> Self:
         probe = cls(ws)
         targets = (await probe.send("Target.getTargets"))["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
@@ -84,7 +103,7 @@ class PageProbe:
         if self.session_id:
             message["sessionId"] = self.session_id
         await self.ws.send(json.dumps(message))
-        deadline = time.monotonic() + WAIT_SECONDS
+        deadline = time.monotonic() + self.wait_seconds
         while True:
             reply = json.loads(await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.monotonic())))
             if reply.get("id") == msg_id:
@@ -100,12 +119,13 @@ class PageProbe:
     async def open(self, url: str) -> None:
         await self.send("Page.navigate", {"url": url})
         await self.wait_for(lambda: self.evaluate(
-            f"location.href === {json.dumps(url)} && document.readyState === 'complete' && 'clicks' in window"))
+            f"location.href === {json.dumps(url)} && document.readyState === 'complete' && {self.ready}"))
+        # Focus the page's document (a headful window may have its focus in the toolbar).
         await self.evaluate("window.focus(); document.activeElement && document.activeElement.blur(); true")
 
-    async def wait_for(self, probe: Callable[[], Awaitable[Any]], timeout: float = WAIT_SECONDS) -> Any:
-        """Poll the page (bounded) until `probe()` is truthy; its value."""
-        deadline = time.monotonic() + timeout
+    async def wait_for(self, probe: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any:
+        """Poll the page (bounded, by `wait_seconds` unless `timeout` is given) until `probe()` is truthy; its value."""
+        deadline = time.monotonic() + (self.wait_seconds if timeout is None else timeout)
         while True:
             value = await probe()
             if value:

@@ -19,14 +19,11 @@ import httpx
 import psutil
 import pytest
 import websockets
+from browser_support import needs_chromium
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = [
-    pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.chromium, needs_chromium]
 
 VIEWPORT = {"width": 800, "height": 600}
 RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 255, 0)

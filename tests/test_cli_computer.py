@@ -5,37 +5,27 @@ the session's CDP endpoint."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from browser_page import BUTTON_AT, FIELD_AT, PageProbe, open_probe, write_page
+from browser_page import BUTTON_AT, FIELD_AT, PageProbe, write_page
+from browser_support import browser_session, needs_chromium
 from test_cli_support import assert_one_line_error, bb
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = [
-    pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.chromium, needs_chromium]
 
 
 @pytest.fixture(scope="module")
 async def browser(http: httpx.AsyncClient) -> AsyncIterator[dict]:
-    r = await http.post("/browsers", json={"viewport": {"width": 1280, "height": 800}, "timeout_seconds": 900})
-    assert r.status_code == 200, r.text
-    yield r.json()
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    async with browser_session(http, viewport={"width": 1280, "height": 800}, timeout_seconds=900) as browser:
+        yield browser
 
 
 @pytest.fixture
 async def page(browser: dict, tmp_path) -> AsyncIterator[PageProbe]:
-    ws, probe = await open_probe(browser["cdp_ws_url"])
-    try:
-        await probe.open(write_page(tmp_path))
+    async with PageProbe.showing(browser["cdp_ws_url"], write_page(tmp_path)) as probe:
         yield probe
-    finally:
-        await ws.close()
 
 
 async def run(service, *args: str, input: bytes | None = None):

@@ -13,25 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import io
-import itertools
 import json
-import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
+import browser_page
 import httpx
 import kernel
 import pytest
-import websockets
+from browser_support import browser_session, needs_chromium
 from PIL import Image
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = [
-    pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.chromium, needs_chromium]
 
 VIEWPORT = {"width": 1024, "height": 700}
 #: Bound on waiting for the page to show an effect (generous: the machine is shared).
@@ -68,60 +62,14 @@ PAGE = """<!doctype html><title>computer</title>
 """
 
 
-class PageProbe:
-    """The session's page seen through its `cdp_ws_url`: navigate, evaluate."""
+class PageProbe(browser_page.PageProbe):
+    """The session's page seen through its `cdp_ws_url`: navigate, evaluate, read the events it recorded."""
 
-    def __init__(self, ws: websockets.ClientConnection) -> None:
-        self.ws = ws
-        self.ids = itertools.count(1)
-        self.session_id = ""
-
-    @classmethod
-    async def attach(cls, ws: websockets.ClientConnection) -> PageProbe:
-        probe = cls(ws)
-        targets = (await probe.send("Target.getTargets"))["targetInfos"]
-        page = next(t for t in targets if t["type"] == "page")
-        attached = await probe.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})
-        probe.session_id = attached["sessionId"]
-        return probe
-
-    async def send(self, method: str, params: dict | None = None) -> dict:
-        msg_id = next(self.ids)
-        message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
-        if self.session_id:
-            message["sessionId"] = self.session_id
-        await self.ws.send(json.dumps(message))
-        deadline = time.monotonic() + WAIT_SECONDS
-        while True:
-            reply = json.loads(await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.monotonic())))
-            if reply.get("id") == msg_id:
-                assert "error" not in reply, reply
-                return reply["result"]
-
-    async def evaluate(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                      "awaitPromise": True})
-        assert "exceptionDetails" not in result, result
-        return result["result"].get("value")
-
-    async def open(self, url: str) -> None:
-        await self.send("Page.navigate", {"url": url})
-        await self.wait_for(lambda: self.evaluate(
-            f"location.href === {json.dumps(url)} && document.readyState === 'complete' && !!window.events"))
-        # Focus the page's document (a headful window may have its focus in the toolbar).
-        await self.evaluate("window.focus(); document.activeElement && document.activeElement.blur(); true")
+    ready = "!!window.events"
+    wait_seconds = WAIT_SECONDS
 
     async def events(self, kind: str) -> list[dict]:
         return await self.evaluate(f"events.filter(e => e.type === {json.dumps(kind)})")
-
-    async def wait_for(self, probe: Callable[[], Any], timeout: float = WAIT_SECONDS) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = await probe()
-            if value:
-                return value
-            assert time.monotonic() < deadline, "the page did not show the effect in time"
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -134,20 +82,16 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="module", params=["headless", "headful"])
 async def browser(request: pytest.FixtureRequest, http: httpx.AsyncClient) -> AsyncIterator[dict]:
     """One session of each kind for the module (a Chromium start costs seconds)."""
-    r = await http.post("/browsers", json={"headless": request.param == "headless", "viewport": VIEWPORT,
-                                           "timeout_seconds": 900})
-    assert r.status_code == 200, r.text
-    yield r.json()
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    async with browser_session(http, headless=request.param == "headless", viewport=VIEWPORT,
+                               timeout_seconds=900) as browser:
+        yield browser
 
 
 @pytest.fixture
 async def page(browser: dict, page_url: str, http: httpx.AsyncClient) -> AsyncIterator[PageProbe]:
     """The test page, freshly loaded, seen through CDP."""
     shown = (await http.get(f"/browsers/{browser['session_id']}")).json()
-    async with websockets.connect(shown["cdp_ws_url"], max_size=None, ping_interval=None) as ws:
-        probe = await PageProbe.attach(ws)
-        await probe.open(page_url)
+    async with PageProbe.showing(shown["cdp_ws_url"], page_url) as probe:
         yield probe
 
 
