@@ -12,8 +12,9 @@ How it stays responsive under a flood (`yes`, `cat` of a big file):
   drain catches up at once after ctrl-c;
 - drawing is coalesced: at most ~60 times a second the core's render state is brought up to date
   and only the rows it reports dirty are turned into strips; `render_line` reads those;
-- keys never wait for drawing: a key becomes bytes and is handed to a sender task at once; the sender
-  joins whatever queued up while the previous send was in flight, keeping the order.
+- keys never wait for drawing: a key becomes bytes and is handed at once to a `StdinWriter`, which
+  sends one at a time and joins whatever queued up while the previous send was in flight, keeping
+  the order.
 
 Keys: everything goes to the program at once, Esc included (the widget consumes every key, even the
 app's priority bindings), except the leave chord (`ctrl+]`, the binding `terminal.leave`, which a
@@ -40,6 +41,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
+
+from bbrowse.client.stdin_writer import StdinWriter
 
 from . import flood
 from .core import TerminalCore
@@ -170,8 +173,7 @@ class TerminalView(Widget, can_focus=True):
         self._drained.set()
         self._below_high_water = asyncio.Event()
         self._below_high_water.set()
-        self._outbox = bytearray()
-        self._sender_task: asyncio.Task[None] | None = None
+        self._stdin: StdinWriter | None = None  # made at the first send, in the running loop
         self._frame_timer: Timer | None = None
         self._last_frame = 0.0
         self._held_since: float | None = None
@@ -495,18 +497,18 @@ class TerminalView(Widget, can_focus=True):
         if self.send_input is None:
             self.post_message(self.Input(self, data))
             return
-        self._outbox += data
-        if self._sender_task is None or self._sender_task.done():
-            self._sender_task = asyncio.get_running_loop().create_task(self._sender())
+        if self._stdin is None:
+            self._stdin = StdinWriter(self._deliver, on_error=self._input_failed)
+        self._stdin.write(data)
 
-    async def _sender(self) -> None:
-        while self._outbox and self.send_input is not None:
-            data = bytes(self._outbox)
-            self._outbox.clear()
-            try:
-                await self.send_input(data)
-            except Exception as error:  # the app shows it; the pane keeps working
-                self.post_message(self.InputFailed(self, error))
+    async def _deliver(self, data: bytes) -> None:
+        """One send, through whatever `send_input` is by then (it may be set after the pane is made)."""
+        if self.send_input is not None:
+            await self.send_input(data)
+
+    def _input_failed(self, error: Exception) -> None:
+        """The app shows it; the pane keeps working."""
+        self.post_message(self.InputFailed(self, error))
 
     async def on_key(self, event: events.Key) -> None:
         key = event.key
@@ -591,7 +593,8 @@ class TerminalView(Widget, can_focus=True):
         self._pace_flood = False
         self._below_high_water.set()
         self._drained.set()
-        self._outbox.clear()
+        if self._stdin is not None:
+            self._stdin.discard()
         self.core.reset()
         self._strips = [None] * self.core.rows
         self._placements = []
@@ -602,9 +605,11 @@ class TerminalView(Widget, can_focus=True):
         self.refresh()
 
     def on_unmount(self) -> None:
-        for task in (self._drain_task, self._sender_task):
-            if task is not None and not task.done():
-                task.cancel()
+        if self._drain_task is not None and not self._drain_task.done():
+            self._drain_task.cancel()
+        if self._stdin is not None:
+            self._stdin.abort()
+            self._stdin = None
 
 
 def _alt_digit_aliases() -> dict[str, str]:
