@@ -26,7 +26,7 @@ from bbrowse.tui.file_kind import FileKind
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.file_viewer import LOAD_STEP, FileViewer
-from bbrowse.tui.widgets.screenshot_view import ScreenshotView
+from bbrowse.tui.widgets.image_view import ImageView
 
 PYTHON_SOURCE = b'''"""A module."""
 
@@ -248,7 +248,7 @@ async def test_an_image_file_is_drawn_as_an_image(
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, target)
-        view = pane.viewer.query_one(ScreenshotView)
+        view = pane.viewer.query_one(ImageView)
         await wait_for(pilot, lambda: view.image is not None)
         assert view.image.size == (64, 32)
         assert view.rendering == "halfcell"

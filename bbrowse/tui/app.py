@@ -481,8 +481,8 @@ def run_app() -> None:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-target") as pool:
         pending = pool.submit(target_for, settings.active_profile)
         # textual-image asks the terminal about kitty/sixel support when imported, which is only
-        # possible before Textual takes the terminal over: import the screenshot widget now.
-        import bbrowse.tui.widgets.screenshot_view  # noqa: F401
+        # possible before Textual takes the terminal over: import the image widget now.
+        import bbrowse.tui.widgets.image_view  # noqa: F401
 
         app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
                          config_path=config_file(), problems=problems, driver_class=driver_class())

@@ -36,7 +36,7 @@ from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.saving import commit, partial_path
-from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
+from bbrowse.tui.widgets.image_view import ImageView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
 #: Seconds between live captures; 0 is continuous (the next starts when the last is drawn).
@@ -159,12 +159,12 @@ class ScreenshotPane(SessionPane, can_focus=True):
         yield Static("", id="shot-region-error", markup=False)
         yield Static("", id="shot-error", markup=False)
         yield Static("No screenshot yet. Press space to capture, a for a live view.", id="shot-empty", markup=False)
-        yield ScreenshotView(rendering=self.rendering, id="shot-view")
+        yield ImageView(rendering=self.rendering, id="shot-view")
         yield Static(HINT, id="shot-hint", markup=False)
 
     @property
-    def view(self) -> ScreenshotView:
-        return self.query_one(ScreenshotView)
+    def view(self) -> ImageView:
+        return self.query_one(ImageView)
 
     def on_mount(self) -> None:
         self._update_status()
@@ -385,8 +385,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self.focus()
         self._update_status()
 
-    @on(ScreenshotView.LeaveInteract)
-    def _left(self, event: ScreenshotView.LeaveInteract) -> None:
+    @on(ImageView.LeaveInteract)
+    def _left(self, event: ImageView.LeaveInteract) -> None:
         event.stop()
         self._leave_interact(take_keyboard=not event.blurred)
 

@@ -41,7 +41,7 @@ from bbrowse.tui import hexdump
 from bbrowse.tui.ansi_text import show_controls
 from bbrowse.tui.app_services import services
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
-from bbrowse.tui.widgets.screenshot_view import ScreenshotView, decode_image
+from bbrowse.tui.widgets.image_view import ImageView, decode_image
 
 #: Bytes loaded per step (the first screen needs only the first block of it).
 LOAD_STEP = 256 * 1024
@@ -330,9 +330,9 @@ class FileViewer(Vertical):
     FileViewer #viewer-title { height: 1; background: $panel; padding: 0 1; }
     FileViewer #viewer-message { height: auto; padding: 1 2; color: $text-muted; }
     FileViewer #viewer-message.error { color: $text-error; }
-    FileViewer FileLines, FileViewer ScreenshotView { display: none; }
+    FileViewer FileLines, FileViewer ImageView { display: none; }
     FileViewer.-lines FileLines { display: block; }
-    FileViewer.-image ScreenshotView { display: block; }
+    FileViewer.-image ImageView { display: block; }
     FileViewer.-lines #viewer-message, FileViewer.-image #viewer-message { display: none; }
     """
 
@@ -367,7 +367,7 @@ class FileViewer(Vertical):
         yield Static("", id="viewer-title", markup=False)
         yield Static("Select a file in the tree and press enter to view it.", id="viewer-message", markup=False)
         yield FileLines(id="viewer-lines")
-        yield ScreenshotView(id="viewer-image")
+        yield ImageView(id="viewer-image")
 
     @property
     def lines(self) -> FileLines:
@@ -402,7 +402,7 @@ class FileViewer(Vertical):
         self.first_block_at = None
         self.lines.reset()
         self.lines.total_size = size
-        self.query_one(ScreenshotView).show(None)
+        self.query_one(ImageView).show(None)
         self.set_class(False, "-lines", "-image")
         self._message("Loading…")
         self._update_title()
@@ -644,5 +644,5 @@ class FileViewer(Vertical):
                 self.notify(f"Could not decode the image ({error}); showing its bytes.", severity="warning")
             return
         if generation == self._generation:
-            self.query_one(ScreenshotView).show(image)
+            self.query_one(ImageView).show(image)
             self._update_title()

@@ -56,9 +56,11 @@ def decode_image(data: bytes) -> PILImage.Image:
     return image
 
 
-class ScreenshotView(Widget):
-    """Shows one PIL image centred and scaled to fit; `image` is None until something is shown.
+class ImageView(Widget):
+    """Shows one PIL image centred and scaled to fit (the screenshot pane's captures, the file viewer's
+    image files); `image` is None until something is shown.
 
+    With `interact` (the screenshot pane), keys and the mouse over the picture go to a `RemoteInput`.
     Half-cell rendering uses bbrowse's own `HalfcellCanvas` (fast enough for the live view, and it
     marks the remote mouse with a cell); kitty, sixel and unicode use textual-image, with the mark
     drawn into the picture. `pixel_at` maps a position in the view back to a pixel of the image.
@@ -69,12 +71,12 @@ class ScreenshotView(Widget):
     ]
 
     DEFAULT_CSS = """
-    ScreenshotView { height: 1fr; width: 1fr; }
-    ScreenshotView.-interacting { border: tall $accent; }
-    ScreenshotView > Middle { height: 1fr; width: 1fr; }
-    ScreenshotView Center { height: auto; width: 1fr; }
-    ScreenshotView .inline-image { width: auto; height: auto; }
-    ScreenshotView HalfcellCanvas.inline-image { width: 1fr; height: 1fr; }
+    ImageView { height: 1fr; width: 1fr; }
+    ImageView.-interacting { border: tall $accent; }
+    ImageView > Middle { height: 1fr; width: 1fr; }
+    ImageView Center { height: auto; width: 1fr; }
+    ImageView .inline-image { width: auto; height: auto; }
+    ImageView HalfcellCanvas.inline-image { width: 1fr; height: 1fr; }
     """
 
     class LeaveInteract(Message):
