@@ -8,13 +8,13 @@ from the half-cell canvas's own lines.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from app_support import PaneScreen, make_app, wait_for
-from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, open_probe, write_page
+from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, write_page
+from browser_support import browser_session, needs_chromium
 from textual.events import MouseScrollDown
 from textual.widgets import Footer, Tabs
 
@@ -23,9 +23,6 @@ from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.halfcell import CURSOR_CHAR, Geometry, HalfcellCanvas
-
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
 
 # pieces without a service ---------------------------------------------------------------
 
@@ -66,20 +63,14 @@ def test_keys_become_typed_text_or_x11_key_names() -> None:
 
 @pytest.fixture(scope="module")
 async def browser(http: httpx.AsyncClient) -> AsyncIterator[dict]:
-    r = await http.post("/browsers", json={"viewport": {"width": 1280, "height": 800}, "timeout_seconds": 900})
-    assert r.status_code == 200, r.text
-    yield r.json()
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    async with browser_session(http, viewport={"width": 1280, "height": 800}, timeout_seconds=900) as browser:
+        yield browser
 
 
 @pytest.fixture
 async def page(browser: dict, tmp_path) -> AsyncIterator[PageProbe]:
-    ws, probe = await open_probe(browser["cdp_ws_url"])
-    try:
-        await probe.open(write_page(tmp_path))
+    async with PageProbe.showing(browser["cdp_ws_url"], write_page(tmp_path)) as probe:
         yield probe
-    finally:
-        await ws.close()
 
 
 def drawn_cell(canvas: HalfcellCanvas, x: int, y: int) -> tuple[str, tuple[int, int, int] | None]:
