@@ -15,9 +15,9 @@ from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, elapsed, human_bytes
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.save import SaveScreen
+from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.saving import commit, partial_path
-from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Replay
 
 REFRESH_SECONDS = 2.0

@@ -20,9 +20,9 @@ from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, duration, relative_time
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
-from bbrowse.tui.widgets.keyed_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.wire import Browser
 
 REFRESH_SECONDS = 2.0

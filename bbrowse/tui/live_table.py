@@ -1,4 +1,4 @@
-"""Bring a DataTable in line with keyed rows, touching only what changed.
+"""Keeping a Textual `DataTable` that is refreshed in place in step: rows synced by key, columns fitted.
 
 Live tables (sessions, replays) refresh every couple of seconds; rewriting them whole would move
 the cursor and the scroll. Rows are keyed by id: gone rows are removed, new ones appended, and only
