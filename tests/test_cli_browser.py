@@ -8,8 +8,8 @@ import re
 import shutil
 
 import pytest
+from cli_support import assert_one_line_error, bb
 from PIL import Image
-from test_cli_support import assert_one_line_error, bb
 
 pytestmark = pytest.mark.chromium
 

@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import time
 
-from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
 
 # sessions, new, rm --------------------------------------------------------------
 

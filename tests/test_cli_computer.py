@@ -11,7 +11,7 @@ import httpx
 import pytest
 from browser_page import BUTTON_AT, FIELD_AT, PageProbe, write_page
 from browser_support import browser_session, needs_chromium
-from test_cli_support import assert_one_line_error, bb
+from cli_support import assert_one_line_error, bb
 
 pytestmark = [pytest.mark.chromium, needs_chromium]
 

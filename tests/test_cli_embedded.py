@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from test_cli_support import BBROWSE, COMMAND_TIMEOUT
+from cli_support import BBROWSE, COMMAND_TIMEOUT
 
 
 def run(env: dict, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -12,7 +12,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
 
 
 def printed(result) -> list[str]:

@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from test_cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
 
 #: Output of `stty size` on its own line: "ROWS COLS".
 SIZE_LINE = rb"[\r\n](\d+) (\d+)\r\n"

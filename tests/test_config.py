@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_cli_support import bb
+from cli_support import bb
 
 from bbrowse.config import (
     DEFAULT_THEME,
