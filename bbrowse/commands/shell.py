@@ -5,9 +5,9 @@ Terminal mode (stdin is a terminal)
     is put in raw mode, so every key, ctrl-c included, is a byte for the remote program; it is put
     back on every way out: normal return, exceptions (try/finally), SIGTERM/SIGHUP/SIGINT/SIGQUIT
     (handlers that end the session and then restore), and `atexit` as the last resort. Input bytes
-    go to `processes.stdin` in order, one request at a time, with whatever piled up meanwhile sent
-    together. Output comes over the `attach` WebSocket (through the session's VM endpoint, found by
-    reading the session first) as raw bytes written to fd 1 unbuffered, or over `stdout/stream` when
+    go to `processes.stdin` in order (`StdinWriter`), one request at a time, with whatever piled up
+    meanwhile sent together. Output comes over the `attach` WebSocket (through the session's VM endpoint,
+    found by reading the session first) as raw bytes written to fd 1 unbuffered, or over `stdout/stream` when
     attach is refused; a dropped attach is reopened (`PtyOutput`, in bbrowse.client). SIGWINCH sends
     the new size (as an attach resize frame, or `processes.resize` on the stream). As in ssh, `~.`
     typed at the start or right after Enter disconnects: the remote program gets SIGHUP and bbrowse
@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import click
 
-from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError
+from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError, StdinWriter
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
 from bbrowse.config import DEFAULT_SHELL
@@ -58,8 +58,8 @@ from bbrowse.wire import ProcessExitEvent, Signal
 EXIT_DISCONNECTED = 255
 #: One stdin request carries at most this many bytes (they travel base64 in JSON).
 MAX_STDIN_BYTES = 256 * 1024
-#: Chunks read from a local pipe but not yet sent; the reader waits when this many are queued.
-PIPE_QUEUE_CHUNKS = 16
+#: Bytes read from a local pipe but not yet sent; the reader waits when more are queued.
+PIPE_QUEUE_BYTES = 16 * MAX_STDIN_BYTES
 #: How long the HUP sent after `~.` or a local signal may take before bbrowse leaves anyway.
 HANGUP_TIMEOUT_SECONDS = 5.0
 #: How long the service may stay unreachable mid-session before bbrowse gives up on it.
@@ -103,31 +103,6 @@ class EscapeFilter:
             out.append(byte)
             self.at_line_start = byte in (0x0D, 0x0A)
         return bytes(out), False
-
-
-class InputPump:
-    """Sends local input to the remote program in order: one request at a time, and whatever was queued
-    meanwhile goes in the next one, so fast typing and pastes need few requests. `None` ends the input."""
-
-    def __init__(self, send: Callable[[bytes], Awaitable[None]], maxsize: int = 0) -> None:
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize)
-        self._send = send
-
-    async def run(self) -> None:
-        ended = False
-        while not ended:
-            item = await self.queue.get()
-            if item is None:
-                return
-            batch = bytearray(item)
-            while not self.queue.empty() and len(batch) < MAX_STDIN_BYTES:
-                more = self.queue.get_nowait()
-                if more is None:
-                    ended = True
-                    break
-                batch += more
-            for start in range(0, len(batch), MAX_STDIN_BYTES):
-                await self._send(bytes(batch[start:start + MAX_STDIN_BYTES]))
 
 
 class RawTerminal:
@@ -181,6 +156,8 @@ class _Session:
         #: Resolved with (exit status, hang up the remote program first?) or an exception.
         self.finished: asyncio.Future[tuple[int, bool]] = self.loop.create_future()
         self.tasks: list[asyncio.Task] = []
+        #: Local input on its way to the program (`open_stdin`).
+        self.stdin: StdinWriter | None = None
 
     async def resolve(self) -> None:
         """Read the session once: its id (the user may have given its name) and where its VM answers,
@@ -203,6 +180,15 @@ class _Session:
         task = asyncio.ensure_future(coro)
         self.tasks.append(task)
         task.add_done_callback(lambda t: self._task_done(t, ends_session))
+
+    def open_stdin(self, send: Callable[[bytes], Awaitable[None]],
+                   after: Callable[[], Awaitable[None]] | None = None) -> StdinWriter:
+        """The writer for local input, in order, one request at a time, what was typed meanwhile joined into
+        the next (`StdinWriter`). A task watches it: a failed send ends the session, unless the program no
+        longer takes input (then input is dropped); `after` runs once the input is closed and all sent."""
+        stdin = self.stdin = StdinWriter(send, max_request_bytes=MAX_STDIN_BYTES)
+        self.start(_send_until_closed(stdin, after))
+        return stdin
 
     def _task_done(self, task: asyncio.Task, ends_session: bool) -> None:
         if task.cancelled():
@@ -247,13 +233,15 @@ class _InputClosedError(Exception):
     """The remote side no longer takes input; the output stream says how it ended."""
 
 
-async def _pump_until_closed(pump: InputPump, after: Callable[[], Awaitable[None]] | None = None) -> None:
+async def _send_until_closed(stdin: StdinWriter, after: Callable[[], Awaitable[None]] | None) -> None:
     try:
-        await pump.run()
+        await stdin.wait_closed()
         if after is not None:
             await after()
     except _InputClosedError:
         pass
+    finally:  # the session is over when this task is cancelled: input not sent yet goes with it
+        stdin.abort()
 
 
 class TerminalSession(_Session):
@@ -263,7 +251,6 @@ class TerminalSession(_Session):
         super().__init__(client, session)
         self.fd = fd
         self.escape = EscapeFilter()
-        self.pump = InputPump(self.send_stdin)
         self.size = window_size(fd)
         self.stdout = sys.stdout.fileno()
         self.output: PtyOutput | None = None
@@ -302,7 +289,7 @@ class TerminalSession(_Session):
 
     async def _interact(self) -> tuple[int, bool]:
         self.start(self._copy_output(), ends_session=True)
-        self.start(_pump_until_closed(self.pump))
+        self.open_stdin(self.send_stdin)
         self.start(self._send_resizes())
         installed: list[signal.Signals] = []
         try:
@@ -335,8 +322,8 @@ class TerminalSession(_Session):
             self.on_signal(signal.SIGHUP)
             return
         data, disconnect = self.escape.feed(data)
-        if data:
-            self.pump.queue.put_nowait(data)
+        if data and self.stdin is not None and not self.stdin.stopped:  # stopped: the program takes no more
+            self.stdin.write(data)
         if disconnect and not self.finished.done():
             self.disconnected = True
             self.end(EXIT_DISCONNECTED, hangup=True)
@@ -360,7 +347,6 @@ class PipeSession(_Session):
     def __init__(self, client: BrowserClient, session: str, fd: int = 0) -> None:
         super().__init__(client, session)
         self.fd = fd
-        self.pump = InputPump(self._send_chunk, maxsize=PIPE_QUEUE_CHUNKS)
 
     async def run(self, argv: Sequence[str]) -> int:
         await self.resolve()
@@ -371,8 +357,8 @@ class PipeSession(_Session):
         try:
             async with events:
                 self.start(self.copy_output(events, split_streams=True), ends_session=True)
-                self.start(_pump_until_closed(self.pump, after=lambda: self.send_stdin(b"0\n")))
-                self._start_reader()
+                stdin = self.open_stdin(self._send_chunk, after=lambda: self.send_stdin(b"0\n"))
+                self._start_reader(stdin)
                 self.loop.add_signal_handler(signal.SIGINT, self._forward_interrupt)
                 installed.append(signal.SIGINT)
                 for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -401,9 +387,9 @@ class PipeSession(_Session):
         with contextlib.suppress(ServiceError):
             await self.client.processes.kill(self.session, self.process_id, sig)
 
-    def _start_reader(self) -> None:
+    def _start_reader(self, stdin: StdinWriter) -> None:
         """Read local stdin on a thread: it may be a regular file, which the event loop cannot watch."""
-        loop, queue, fd = self.loop, self.pump.queue, self.fd
+        loop, fd = self.loop, self.fd
 
         def read() -> None:
             try:
@@ -412,13 +398,24 @@ class PipeSession(_Session):
                         data = os.read(fd, MAX_STDIN_BYTES)
                     except OSError:
                         data = b""
-                    asyncio.run_coroutine_threadsafe(queue.put(data or None), loop).result()
+                    asyncio.run_coroutine_threadsafe(_queue_piped(stdin, data), loop).result()
                     if not data:
                         return
-            except Exception:  # the loop has closed: the session is over and nobody waits for input
+            except Exception:  # the loop has closed or the input stopped: nobody waits for more input
                 return
 
         threading.Thread(target=read, name="bbrowse-shell-stdin", daemon=True).start()
+
+
+async def _queue_piped(stdin: StdinWriter, data: bytes) -> None:
+    """A chunk read from the local pipe, b"" at its end (then what is queued is sent and the input closed).
+    Waits while more than `PIPE_QUEUE_BYTES` are queued, so a fast producer is not buffered without bound."""
+    if not data:
+        await stdin.aclose()
+        return
+    stdin.write(data)
+    if stdin.pending > PIPE_QUEUE_BYTES:
+        await stdin.drain()
 
 
 async def shell(client: BrowserClient, session: str, argv: Sequence[str]) -> int:
