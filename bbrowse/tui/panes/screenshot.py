@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
-from bbrowse.tui.app_services import services, settings_of
+from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.remote_input import RemoteInput
@@ -287,10 +287,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def _failed(self, error: BaseException, prefix: str = "") -> None:
         self._last_failure = error
-        if isinstance(error, ServiceError):
-            text = f"{error.code} ({error.status}): {error.message}"
-        else:
-            text = prefix + (str(error) or type(error).__name__)
+        text = prefix + describe_error(error)
         self.error = text
         box = self.query_one("#shot-error", Static)
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
@@ -392,8 +389,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def _input_failed(self, error: BaseException) -> None:
         if isinstance(error, ServiceError):
-            self.notify(f"{error.code} ({error.status}): {error.message}", title="The browser refused that input",
-                        severity="warning")
+            self.notify(describe_error(error), title="The browser refused that input", severity="warning")
         else:
             services(self).report_error(error, "Input not sent")
 
