@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 Cells = Mapping[str, str | Text]
+
+#: The content widths each table had at its last fit (column key, cells), to see when they move.
+_FITTED_CONTENT_WIDTHS: WeakKeyDictionary[DataTable, tuple[tuple[str, int], ...]] = WeakKeyDictionary()
 
 
 def sync_rows(table: DataTable, rows: Mapping[str, Cells], columns: Sequence[str]) -> None:
@@ -53,7 +58,7 @@ def fit_columns(table: DataTable, fits: Sequence[ColumnFit]) -> None:
         return
     padding = 2 * table.cell_padding
     columns = table.columns
-    natural = {fit.key: columns[fit.key].content_width for fit in fits if fit.key in columns}
+    natural = {fit.key: columns[ColumnKey(fit.key)].content_width for fit in fits if fit.key in columns}
     widths = dict(natural)
     excess = sum(width + padding for width in widths.values()) - available
     for fit in sorted(fits, key=lambda f: f.priority):
@@ -67,10 +72,10 @@ def fit_columns(table: DataTable, fits: Sequence[ColumnFit]) -> None:
     # A row drawn before the table measured new content is cached at the old widths (cropped, or cut
     # with an ellipsis): when the measured widths moved since the last fit, draw every row again.
     measured = tuple(sorted(natural.items()))
-    changed = getattr(table, "_fitted_content_widths", None) not in (None, measured)
-    table._fitted_content_widths = measured
+    changed = _FITTED_CONTENT_WIDTHS.get(table) not in (None, measured)
+    _FITTED_CONTENT_WIDTHS[table] = measured
     for key, width in widths.items():
-        column = columns[key]
+        column = columns[ColumnKey(key)]
         auto = width >= natural[key]
         if column.auto_width != auto or (not auto and column.width != width):
             column.auto_width = auto

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from bbrowse.client import BrowserClient, ClientError
 from bbrowse.client.pty_output import PtyOutput
 from bbrowse.config import DEFAULT_SHELL
+from bbrowse.wire import Signal
 
 
 class ShellSession:
@@ -56,7 +57,12 @@ class ShellSession:
 
     @property
     def running(self) -> bool:
-        return self.process_id is not None and not self.exited
+        return self.live_process_id is not None
+
+    @property
+    def live_process_id(self) -> str | None:
+        """The program's process id while it runs; None before the spawn and once it ended."""
+        return None if self.exited else self.process_id
 
     @property
     def path(self) -> str | None:
@@ -93,8 +99,8 @@ class ShellSession:
 
     async def write(self, data: bytes) -> None:
         """Send bytes to the program's stdin now (never re-sent: a retry could type twice)."""
-        if data and self.running:
-            await self.client.processes.stdin(self.session_id, self.process_id, data)
+        if data and (process_id := self.live_process_id) is not None:
+            await self.client.processes.stdin(self.session_id, process_id, data)
 
     async def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == self._size or not self.running or self.output is None:
@@ -105,9 +111,9 @@ class ShellSession:
         except ClientError as error:
             self._on_error(error)
 
-    async def interrupt(self, signal: str = "INT") -> None:
-        if self.running:
-            await self.client.processes.kill(self.session_id, self.process_id, signal)
+    async def interrupt(self, signal: Signal = "INT") -> None:
+        if (process_id := self.live_process_id) is not None:
+            await self.client.processes.kill(self.session_id, process_id, signal)
 
     async def close(self) -> None:
         """Stop pumping; a still-running remote shell is hung up (HUP), like closing a terminal window."""
@@ -116,6 +122,6 @@ class ShellSession:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self.running:
+        if (process_id := self.live_process_id) is not None:
             with contextlib.suppress(ClientError):
-                await self.client.processes.kill(self.session_id, self.process_id, "HUP")
+                await self.client.processes.kill(self.session_id, process_id, "HUP")

@@ -262,7 +262,9 @@ class RemoteFileTree(Tree[RemoteEntry]):
             else:
                 following = node.add_leaf(label, child_entry, before=following)
         if not infos:
-            node.add_leaf(Text("(empty)", style="dim italic"), RemoteEntry(node.data.path, placeholder=True))
+            directory = node.data
+            assert directory is not None  # `_relist` merges only a node that carries its entry
+            node.add_leaf(Text("(empty)", style="dim italic"), RemoteEntry(directory.path, placeholder=True))
         if highlighted_path is not None:
             still = self.node_for_path(highlighted_path)
             if still is not None:

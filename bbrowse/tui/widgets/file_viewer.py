@@ -410,9 +410,11 @@ class FileViewer(Vertical):
 
     def open_remote(self, path: str, size: int | None = None) -> None:
         """Stream the start of `path` from the session (`size` from file_info, when known)."""
+        if self.session_id is None:
+            raise ValueError("a file viewer without a session shows only what `show_bytes` gives it")
         generation = self._start(path, size)
         self.is_loading = True
-        self._stream(generation, path)
+        self._stream(generation, self.session_id, path)
 
     def show_bytes(self, path: str, data: bytes, size: int | None = None) -> None:
         """Show `data` as the start of `path` without a service: for snapshots and previews."""
@@ -432,7 +434,7 @@ class FileViewer(Vertical):
         self._target = min(self.loaded_bytes + LOAD_STEP, MAX_LOADED)
         self.is_loading = True
         self._set_footer()
-        self._stream(self._generation, self.path)
+        self._stream(self._generation, self.session_id, self.path)
 
     def toggle_hex(self) -> None:
         """Switch a text or image file to its hex dump and back."""
@@ -442,13 +444,13 @@ class FileViewer(Vertical):
         self._show_kind()
 
     @work(exclusive=True, group="file-viewer-load")
-    async def _stream(self, generation: int, path: str) -> None:
+    async def _stream(self, generation: int, session_id: str, path: str) -> None:
         skip = self.loaded_bytes
         seen = 0
         eof = False
         fs = services(self).connected_client().fs
         try:
-            async with fs.read_file(self.session_id, path, chunk_size=None) as chunks:
+            async with fs.read_file(session_id, path, chunk_size=None) as chunks:
                 async for chunk in chunks:
                     self.bytes_received += len(chunk)
                     start, seen = seen, seen + len(chunk)

@@ -112,7 +112,7 @@ class ImageView(Widget):
             yield HalfcellCanvas(classes="inline-image")
             return
         with Middle(), Center():
-            yield self._image_class(None, classes="inline-image")
+            yield self._image_class(classes="inline-image")  # no image yet: `show` sets it
 
     def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None) -> None:
         """Draw `image` (or clear with None) with the remote mouse marked at `cursor` (image pixels)."""
