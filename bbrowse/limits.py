@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bbrowse.humanize import human_bytes
+
 #: What is kept when nothing says otherwise: a week, and 2 GiB.
 DEFAULT_KEEP_SECONDS = 7 * 24 * 3600.0
 DEFAULT_MAX_BYTES = 2 * 1024**3
@@ -43,7 +45,7 @@ class RetentionLimits:
             return None
 
     def describe(self) -> str:
-        return f"ended sessions kept {format_duration(self.keep_seconds)}, at most {format_size(self.max_bytes)}"
+        return f"ended sessions kept {format_duration(self.keep_seconds)}, at most {human_bytes(self.max_bytes)}"
 
 
 def parse_duration(text: str) -> float:
@@ -67,14 +69,6 @@ def format_duration(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def format_size(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover - the loop always returns
 
 
 def tree_size(root: Path) -> int:

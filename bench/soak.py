@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 from conftest import ServiceHandle, start_service, stop_service  # noqa: E402
 
 from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
-from bbrowse.limits import format_size, parse_duration, tree_size  # noqa: E402
+from bbrowse.humanize import human_bytes  # noqa: E402
+from bbrowse.limits import parse_duration, tree_size  # noqa: E402
 from bbrowse.service.recorder import IN_USE_GRACE_SECONDS  # noqa: E402
 from bbrowse.wire import ProcessExitEvent, ProcessOutputEvent  # noqa: E402
 
@@ -65,7 +66,7 @@ class Snapshot:
     def row(self) -> list[str]:
         mib = 1 << 20
         return [f"{self.rss / mib:.1f} MiB", str(self.fds), str(self.threads), str(self.children), str(self.zombies),
-                format_size(self.state), format_size(self.state_without_log)]
+                human_bytes(self.state), human_bytes(self.state_without_log)]
 
 
 def snapshot(handle: ServiceHandle) -> Snapshot:
@@ -149,7 +150,7 @@ class Soak:
                 if progress and n % 250 == 0:
                     s = snapshot(self.handle)
                     print(f"  cycle {n}: {time.monotonic() - started:.0f} s, RSS {s.rss / (1 << 20):.0f} MiB, "
-                          f"fds {s.fds}, children {s.children}, state {format_size(s.state)}, "
+                          f"fds {s.fds}, children {s.children}, state {human_bytes(s.state)}, "
                           f"load {os.getloadavg()[0]:.1f}", flush=True)
 
         await asyncio.gather(*(worker() for _ in range(self.workers)))
@@ -227,7 +228,7 @@ async def main_async(args) -> int:
     names = ["RSS", "fds", "threads", "children", "zombies", "state dir", "state dir without the service log"]
     print(f"\n{soak.done}/{args.warmup + args.cycles} cycles done ({args.cycles} measured in {elapsed:.0f} s, "
           f"{args.cycles / elapsed:.1f}/s; cycle p50 {statistics.median(soak.cycle_seconds):.2f} s), "
-          f"{soak.replays} replays ({format_size(soak.replay_bytes)}), {len(soak.failures)} failures; "
+          f"{soak.replays} replays ({human_bytes(soak.replay_bytes)}), {len(soak.failures)} failures; "
           f"load average at the end {peak_load:.1f}")
     for failure in soak.failures[:10]:
         print("  " + failure)

@@ -28,7 +28,8 @@ from bbrowse.client import (
 from bbrowse.commands.output import print_json, table
 from bbrowse.commands.runner import client_error_code, exit_status, guarded
 from bbrowse.config import ENVIRONMENT, ConfigFileError, Settings, defaults, load_settings
-from bbrowse.limits import RetentionLimits, format_size, parse_duration, parse_size, tree_size
+from bbrowse.humanize import human_bytes
+from bbrowse.limits import RetentionLimits, parse_duration, parse_size, tree_size
 from bbrowse.paths import config_dir, config_file, serve_file, state_dir, user_themes_dir
 
 #: How long `info` waits for the service to answer before calling it unreachable.
@@ -135,7 +136,7 @@ def show(info: dict) -> None:
         ["config dir", info["config_dir"]],
         ["themes dir", info["themes_dir"]],
         ["state dir", info["state_dir"]],
-        ["state size", f"{format_size(info['state_size_bytes'])} "
+        ["state size", f"{human_bytes(info['state_size_bytes'])} "
                        f"({(RetentionLimits.from_json(info['retention']) or RetentionLimits()).describe()})"],
         ["discovery file", info["discovery_file"]],
         ["service log", info["log_file"]],

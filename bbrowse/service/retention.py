@@ -35,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bbrowse.limits import RetentionLimits, format_duration, format_size, tree_size
+from bbrowse.humanize import human_bytes
+from bbrowse.limits import RetentionLimits, format_duration, tree_size
 from bbrowse.service.sessions import RECORD_FILE, SessionManager, UnknownRecordVersionError, load_record
 
 log = logging.getLogger("bbrowse.retention")
@@ -113,8 +114,8 @@ class PassReport:
         parts = [f"{sessions} ended session(s)"]
         if others:
             parts.append(f"{others} other item(s)")
-        text = (f"retention: removed {' and '.join(parts)} ({format_size(self.freed)}); state dir "
-                f"{format_size(self.size_after)} of {format_size(limits.max_bytes)}, "
+        text = (f"retention: removed {' and '.join(parts)} ({human_bytes(self.freed)}); state dir "
+                f"{human_bytes(self.size_after)} of {human_bytes(limits.max_bytes)}, "
                 f"ended sessions kept {format_duration(limits.keep_seconds)}")
         if self.held:
             text += f"; {self.held} due but in use, kept"
@@ -208,7 +209,7 @@ class Retention:
                 log.info("%s", report.summary(self.limits))
             if over:
                 log.warning("retention: the state dir (%s) is over its limit of %s; what is left belongs to active "
-                            "sessions or is in use", format_size(report.size_after), format_size(self.limits.max_bytes))
+                            "sessions or is in use", human_bytes(report.size_after), human_bytes(self.limits.max_bytes))
             log.info("retention pass %d done", self.passes)
             return report
 

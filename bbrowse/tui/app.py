@@ -35,7 +35,7 @@ from textual.theme import Theme
 from textual.widgets import LoadingIndicator, Static
 
 from bbrowse.client import BrowserClient, ClientConfig, ClientError, ServiceError, close_shared_clients
-from bbrowse.config import ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
+from bbrowse.config import DEFAULT_SHELL, ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
@@ -143,8 +143,6 @@ class BbrowseApp(App):
     @property
     def shell_command(self) -> tuple[str, ...]:
         """The program the shells pane runs: `[shell] command`, else bash when the instance has it, else sh."""
-        from bbrowse.tui.shell_session import DEFAULT_SHELL
-
         return self.settings.shell.command or DEFAULT_SHELL
 
     def on_mount(self) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from bbrowse.client import BrowserClient, ClientError
 from bbrowse.client.pty_output import PtyOutput
 from bbrowse.config import DEFAULT_SHELL
-from bbrowse.wire import Signal
 
 
 class ShellSession:
@@ -110,10 +109,6 @@ class ShellSession:
             await self.output.resize(rows, cols)
         except ClientError as error:
             self._on_error(error)
-
-    async def interrupt(self, signal: Signal = "INT") -> None:
-        if (process_id := self.live_process_id) is not None:
-            await self.client.processes.kill(self.session_id, process_id, signal)
 
     async def close(self) -> None:
         """Stop pumping; a still-running remote shell is hung up (HUP), like closing a terminal window."""

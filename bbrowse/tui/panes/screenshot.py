@@ -289,7 +289,10 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self._last_failure = error
         text = prefix + describe_error(error)
         self.error = text
-        box = self.query_one("#shot-error", Static)
+        boxes = self.query("#shot-error")
+        if not boxes:  # the app is closing: the pane's children have gone before a capture ended
+            return
+        box = boxes.first(Static)
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
         box.add_class("shown")
         if isinstance(error, ClientError) and not isinstance(error, ServiceError):

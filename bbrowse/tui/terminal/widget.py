@@ -64,6 +64,9 @@ MAX_SLICE_BYTES = 32 * 1024
 # A backlog bigger than this is checked for a flood that can be skipped, at most this often.
 SKIP_CHECK_BYTES = 32 * 1024
 SKIP_RETRY_SECONDS = 0.05
+# Output up to this size, arriving with nothing queued, is parsed inline rather than by the drain task
+# (a few tens of microseconds, less than the loop turn it saves).
+INLINE_FEED_BYTES = 4096
 # `write()` waits while more than this is queued: back-pressure for the reader.
 HIGH_WATER_BYTES = 4 * 1024 * 1024
 WHEEL_LINES = 3
@@ -204,8 +207,20 @@ class TerminalView(Widget, can_focus=True):
         return (self.core.cols, self.core.rows)
 
     def feed(self, data: bytes) -> None:
-        """Queue program output; it is parsed in the background, in order."""
+        """Queue program output; it is parsed in the background, in order.
+
+        A small piece arriving while nothing is queued (a key's echo, a prompt) is parsed at once: the
+        background task would cost a turn of the event loop between the byte and its frame."""
         if not data:
+            return
+        if len(data) <= INLINE_FEED_BYTES and not self._backlog and (
+            self._drain_task is None or self._drain_task.done()
+        ):
+            self.core.feed(data)
+            replies = self.core.take_replies()
+            if replies:
+                self._send(replies)
+            self._schedule_frame()
             return
         self._backlog += data
         self._drained.clear()
