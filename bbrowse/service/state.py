@@ -26,6 +26,7 @@ from bbrowse.service.recorder import ReplayManager
 from bbrowse.service.replay_view import ReplayTokens
 from bbrowse.service.retention import Retention, clock_from_env
 from bbrowse.service.sessions import Session, SessionManager
+from bbrowse.service.stray_children import StrayReaper
 from bbrowse.service.vm_token import VmTokens
 
 #: A startup or shutdown step (what it returns is not used).
@@ -95,8 +96,9 @@ def build_state(config: ServiceConfig) -> ServiceState:
         state.computer.on_delete,
     ])
     # Sessions a killed service left are restored first, once every hook above is in place.
-    state.startup.extend([sessions.restore, retention.start])
-    state.shutdown.extend([processes.shutdown, retention.stop])
+    strays = StrayReaper()
+    state.startup.extend([sessions.restore, retention.start, strays.start])
+    state.shutdown.extend([processes.shutdown, retention.stop, strays.stop])
     return state
 
 
