@@ -67,7 +67,9 @@ def settings_from(path: Path) -> Settings:
 
 
 def table_ids(app) -> list[str]:
-    return [key.value for key in app.screen.query_one("#sessions-table").rows]
+    """The session ids in the sessions table; none while a new sessions screen is still being composed."""
+    tables = app.screen.query("#sessions-table")
+    return [key.value for key in tables.first().rows] if tables else []
 
 
 def bar_label(app) -> str:

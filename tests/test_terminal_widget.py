@@ -82,15 +82,16 @@ class TerminalApp(App[None]):
         self.changed.set()
 
 
-async def until(app: TerminalApp, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait (on the app's change event) until `condition` holds."""
+async def until(app: TerminalApp, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Wait until `condition` holds: woken by the app's change event, and looking again every 50 ms anyway
+    (output handed to the view may be parsed by its drain task after the event was set)."""
     deadline = time.monotonic() + timeout
     while not condition():
         remaining = deadline - time.monotonic()
         assert remaining > 0, "timed out"
         app.changed.clear()
         try:
-            await asyncio.wait_for(app.changed.wait(), remaining)
+            await asyncio.wait_for(app.changed.wait(), min(remaining, 0.05))
         except TimeoutError:
             pass
 
