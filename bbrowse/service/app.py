@@ -30,6 +30,7 @@ from bbrowse.service.openapi import service_openapi
 from bbrowse.service.routes import browser, computer, files, fs_watch, fs_write, logs, processes, screenshot, sessions
 from bbrowse.service.state import build_state, service_state
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
+from bbrowse.service.worker_threads import start_worker_threads
 from bbrowse.wire import ErrorDetail, VmError
 
 log = logging.getLogger("bbrowse.service")
@@ -49,6 +50,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await start_worker_threads()
         state.sessions.start_reaper()
         for start in state.startup:
             await start()
