@@ -207,8 +207,10 @@ async def test_move_and_read_back_the_pointer(sdk: kernel.Kernel, browser: dict,
 
 async def test_drag_presses_moves_and_releases(sdk: kernel.Kernel, browser: dict, page: PageProbe) -> None:
     sid = _sid(browser)
+    # 40 ms a step: more than two frames, so Chromium (which merges moves arriving within one frame) sees
+    # steps of each segment however fast xdotool or CDP deliver them.
     sdk.browsers.computer.drag_mouse(sid, path=[[100, 300], [200, 300], [200, 380]], smooth=False,
-                                     steps_per_segment=4, step_delay_ms=5)
+                                     steps_per_segment=4, step_delay_ms=40)
     [down] = await page.wait_for(lambda: page.events("mousedown"))
     [up] = await page.wait_for(lambda: page.events("mouseup"))
     assert (down["x"], down["y"]) == (100, 300) and (up["x"], up["y"]) == (200, 380)

@@ -437,7 +437,7 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         view = app.view
         view.focus()
         await until(app, lambda: len(app.resizes) == 1)
-        await shell_pane(app)
+        shell, fd = await shell_pane(app)
         await until(app, lambda: view.emulator.display[0] == "$")
         await pilot.press(*"echo hi", "enter")
         await until(app, lambda: "hi" in view.emulator.display)
@@ -446,6 +446,8 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         y = view.emulator.display.index("red")
         assert view.emulator.cell(0, y)[1][0] == 1  # drawn red
         await pilot.press(*"sleep 100", "enter")
+        # ctrl-c once sleep runs in the foreground: typed before, it would interrupt bash reading the line.
+        await until(app, lambda: os.tcgetpgrp(fd) != shell)
         await pilot.press("ctrl+c")
         await until(app, lambda: view.emulator.display[view.emulator.cursor_y] == "$")
         await pilot.resize_terminal(90, 20)
