@@ -61,6 +61,16 @@ def session_ids() -> dict[int, int]:
     return found
 
 
+def start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot, /proc/<pid>/stat field 22); None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rfind(b")") + 2:].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Guardian:
     def __init__(self, service_pid: int, log_path: str | None = None) -> None:
         self.service_pid = service_pid
@@ -68,6 +78,8 @@ class Guardian:
         self.log_path = log_path
         #: Session ids of the service's children; value: the leader's pidfd while it runs, else None.
         self.sessions: dict[int, int | None] = {}
+        #: When each session's leader started (None: gone before it was registered).
+        self.started: dict[int, int | None] = {}
         self.by_pidfd: dict[int, int] = {}
         self.poller = select.epoll()
         self.leaders_gone = False
@@ -75,6 +87,7 @@ class Guardian:
     def register(self, pid: int) -> None:
         if pid <= 1 or pid in self.sessions:
             return
+        self.started[pid] = start_time(pid)
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # already gone (and reaped), or out of descriptors: prune decides by /proc
@@ -100,14 +113,25 @@ class Guardian:
             return
         in_use = set(session_ids().values())
         for sid, pidfd in list(self.sessions.items()):
-            if pidfd is None and sid not in in_use:
+            if pidfd is None and (sid not in in_use or self.reused(sid)):
                 del self.sessions[sid]
+                self.started.pop(sid, None)
         self.leaders_gone = False
 
+    def reused(self, sid: int) -> bool:
+        """The id of this session now belongs to another one: a process has it as its pid, and it is not the
+        leader we were told of (that one exited, its session emptied, and the id was handed out again, e.g.
+        to a shell or a service of someone else that made a session of its own). A session keeps its id
+        from being handed out while any process is in it, so its own members are never taken for strangers."""
+        now = start_time(sid)
+        return now is not None and now != self.started.get(sid)
+
     def end_all(self) -> tuple[int, int]:
-        """SIGKILL every process of every session; (processes killed, sessions they were in)."""
+        """SIGKILL every process of every session still ours; (processes killed, sessions they were in)."""
         killed: set[int] = set()
         hit: set[int] = set()
+        for sid in [sid for sid in self.sessions if self.reused(sid)]:
+            del self.sessions[sid]
         for _ in range(KILL_ROUNDS):
             members = {pid: sid for pid, sid in session_ids().items() if sid in self.sessions}
             members.pop(os.getpid(), None)
