@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import tty
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,15 +50,14 @@ def command(size: int, device: str) -> str:
     return f"stty raw -echo; read go; exec head -c {size} {device}"
 
 
-def local_pty(size: int, device: str) -> float:
-    """Seconds to read `size` bytes of the same command from a local raw-mode PTY."""
+def read_local_pty(size: int, device: str, each: Callable[[bytes], object]) -> float:
+    """Seconds to read `size` bytes of the same command from a local raw-mode PTY, handing each read to `each`."""
     master, slave = pty.openpty()
     tty.setraw(slave)
     proc = subprocess.Popen(["sh", "-c", f"exec head -c {size} {device}"], stdin=subprocess.DEVNULL,
                             stdout=slave, stderr=slave, start_new_session=True)
     started = time.perf_counter()
     os.close(slave)
-    total = 0
     try:
         while True:
             try:
@@ -66,12 +66,18 @@ def local_pty(size: int, device: str) -> float:
                 break
             if not chunk:
                 break
-            total += len(chunk)
+            each(chunk)
     finally:
         os.close(master)
         proc.wait()
-    seconds = time.perf_counter() - started
-    assert total == size, (total, size)
+    return time.perf_counter() - started
+
+
+def local_pty(size: int, device: str) -> float:
+    """Seconds to read `size` bytes of the same command from a local raw-mode PTY directly."""
+    sizes: list[int] = []
+    seconds = read_local_pty(size, device, lambda chunk: sizes.append(len(chunk)))
+    assert sum(sizes) == size, (sum(sizes), size)
     return seconds
 
 
@@ -87,27 +93,11 @@ def local_relay(size: int, device: str) -> float:
             total += len(chunk)
         os._exit(0 if total == size else 1)
     there.close()
-    master, slave = pty.openpty()
-    tty.setraw(slave)
-    proc = subprocess.Popen(["sh", "-c", f"exec head -c {size} {device}"], stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, start_new_session=True)
-    started = time.perf_counter()
-    os.close(slave)
     try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the writer has gone and everything was read
-                break
-            if not chunk:
-                break
-            here.sendall(chunk)
+        seconds = read_local_pty(size, device, here.sendall)
     finally:
         here.close()
-        os.close(master)
-        proc.wait()
     _, status = os.waitpid(reader, 0)
-    seconds = time.perf_counter() - started
     assert os.waitstatus_to_exitcode(status) == 0, "the relay's reader did not get every byte"
     return seconds
 

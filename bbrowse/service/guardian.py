@@ -33,6 +33,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Iterator
 
 #: How often the guardian looks at its pipe and at the leaders (the delay between the service's death and
 #: the end of its children is at most this).
@@ -43,9 +44,9 @@ PRUNE_SECONDS = 30.0
 KILL_ROUNDS = 5
 
 
-def session_ids() -> dict[int, int]:
-    """pid -> session id of every process this user can see (from /proc/<pid>/stat)."""
-    found: dict[int, int] = {}
+def process_table() -> Iterator[tuple[int, bytes, list[bytes]]]:
+    """(pid, comm, the fields after comm) of every process this user can see, from /proc/<pid>/stat
+    (the fields start with state, ppid, pgrp, session)."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -55,9 +56,15 @@ def session_ids() -> dict[int, int]:
         except OSError:
             continue
         # comm (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
-        fields = stat[stat.rfind(b")") + 2:].split()
+        yield int(name), stat[stat.find(b"(") + 1:stat.rfind(b")")], stat[stat.rfind(b")") + 2:].split()
+
+
+def session_ids() -> dict[int, int]:
+    """pid -> session id of every process this user can see."""
+    found: dict[int, int] = {}
+    for pid, _comm, fields in process_table():
         with contextlib.suppress(IndexError, ValueError):
-            found[int(name)] = int(fields[3])  # state ppid pgrp session
+            found[pid] = int(fields[3])
     return found
 
 

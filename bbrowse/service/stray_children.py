@@ -16,6 +16,8 @@ import contextlib
 import logging
 import os
 
+from bbrowse.service.guardian import process_table
+
 log = logging.getLogger("bbrowse.service")
 
 #: Time between two looks; a zombie seen at both is reaped.
@@ -25,20 +27,10 @@ INTERVAL_SECONDS = 30.0
 def zombie_children(parent: int) -> dict[int, str]:
     """pid -> name of every zombie whose parent is `parent` (from /proc/<pid>/stat)."""
     found: dict[int, str] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # comm (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
-        comm = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode(errors="replace")
-        fields = stat[stat.rfind(b")") + 2:].split()
+    for pid, comm, fields in process_table():
         with contextlib.suppress(IndexError, ValueError):
             if fields[0] == b"Z" and int(fields[1]) == parent:
-                found[int(name)] = comm
+                found[pid] = comm.decode(errors="replace")
     return found
 
 
