@@ -82,6 +82,14 @@ class TerminalApp(App[None]):
         self.changed.set()
 
 
+def _command_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 async def until(app: TerminalApp, condition: Callable[[], bool], timeout: float = 30.0) -> None:
     """Wait until `condition` holds: woken by the app's change event, and looking again every 50 ms anyway
     (output handed to the view may be parsed by its drain task after the event was set)."""
@@ -446,8 +454,9 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         y = view.emulator.display.index("red")
         assert view.emulator.cell(0, y)[1][0] == 1  # drawn red
         await pilot.press(*"sleep 100", "enter")
-        # ctrl-c once sleep runs in the foreground: typed before, it would interrupt bash reading the line.
-        await until(app, lambda: os.tcgetpgrp(fd) != shell)
+        # ctrl-c once sleep runs in the foreground (exec'ed, not a forked bash still setting up its signals):
+        # typed before, it would interrupt bash reading the line, or be lost in the fork.
+        await until(app, lambda: os.tcgetpgrp(fd) != shell and _command_of(os.tcgetpgrp(fd)) == "sleep")
         await pilot.press("ctrl+c")
         await until(app, lambda: view.emulator.display[view.emulator.cursor_y] == "$")
         await pilot.resize_terminal(90, 20)
