@@ -7,17 +7,24 @@ the pass's line in the service log. Nothing sleeps for time to pass.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import signal
 import time
+import weakref
 from pathlib import Path
 
 import httpx
 import pytest
 from conftest import ServiceHandle, start_service, stop_service
 
+from bbrowse.limits import RetentionLimits
+from bbrowse.service.config import ServiceConfig
 from bbrowse.service.recorder import IN_USE_GRACE_SECONDS
+from bbrowse.service.state import build_state
+from bbrowse.wire import BrowserCreateRequest, SpawnRequest
 
 DAY = 86400.0
 NO_CHROMIUM = {"BBROWSE_CHROMIUM": "/nonexistent/chromium"}
@@ -198,3 +205,33 @@ def test_files_the_service_has_open_are_seen():
     with open(__file__, "rb"):
         assert str(Path(__file__).resolve()) in open_paths()
     assert str(Path(__file__).resolve()) not in open_paths()
+
+
+async def test_an_ended_session_leaves_nothing_in_memory(tmp_path):
+    """In the service's own objects, not over HTTP: what a deleted session held (its browser, its exited
+    shell with its output) is dropped when it is deleted, and the session itself when retention has
+    removed its files. A soak of thousands of sessions is how a leak here would show, slowly."""
+    state = build_state(ServiceConfig(token="t", state_dir=tmp_path / "service", chromium_path="/nonexistent/chromium",
+                                      retention=RetentionLimits(keep_seconds=60)))
+    now = time.time()
+    state.retention.clock = lambda: now
+    session = await state.sessions.create(BrowserCreateRequest())
+    sid = session.session_id
+    shell = state.processes.spawn(session, SpawnRequest(command="sh", args=["-c", "echo hello"], allocate_tty=True))
+    await asyncio.wait_for(shell.finished.wait(), 10)
+    held = {"browser": weakref.ref(state.browsers.browser(session)), "shell": weakref.ref(shell)}
+    del shell
+
+    await state.sessions.delete(session)
+    gc.collect()
+    assert {name: ref() is None for name, ref in held.items()} == {"browser": True, "shell": True}
+    assert state.sessions.get(sid, include_deleted=True) is session  # still known: 410 until retention
+
+    now += 120
+    report = await state.retention.run()
+    assert [unit.session_id for unit in report.removed] == [sid]
+    ended = weakref.ref(session)
+    del session
+    gc.collect()
+    assert ended() is None
+    assert state.sessions.find(sid) is None

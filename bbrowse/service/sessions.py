@@ -277,6 +277,9 @@ class SessionManager:
                 await hook(session)
             except Exception:
                 log.exception("teardown hook failed for session %s", session.session_id)
+        # What the hooks hung on the session (its browser, input, watches) is of no more use: every route of
+        # an ended session but the replay ones answers 410. Dropped now, not with the record at retention.
+        session.extras.clear()
         shutil.rmtree(session.workdir, ignore_errors=True)
         log.info("session %s ended (%s)", session.session_id, reason)
 
