@@ -394,6 +394,8 @@ def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
         cols, rows = view.terminal_size
         pid, fd = pty.fork()
         if pid == 0:  # pragma: no cover - the child
+            # A test worker may run with SIGINT ignored, and an ignored signal stays ignored across exec.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execvpe("bash", ["bash", "--norc", "--noprofile"], dict(os.environ, TERM="xterm-256color", PS1="$ "))
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         children.append((pid, fd))
