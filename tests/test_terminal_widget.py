@@ -473,7 +473,10 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
 
 
 async def test_a_program_asking_for_the_cursor_position_gets_its_answer(shell_pane) -> None:
-    """The reply goes back through the same input path as keys: bash reads it from its terminal."""
+    """The reply goes back through the same input path as keys: bash reads it from its terminal.
+
+    Echo is off before the question, as a real program does it (raw mode first): a reply that came back
+    before `read` had turned echo off would otherwise be echoed in front of the line the test looks for."""
     app = TerminalApp()
     async with app.run_test(size=(70, 16)) as pilot:
         view = app.view
@@ -481,7 +484,8 @@ async def test_a_program_asking_for_the_cursor_position_gets_its_answer(shell_pa
         await until(app, lambda: len(app.resizes) == 1)
         await shell_pane(app)
         await until(app, lambda: view.core.display[0] == "$")
-        await pilot.press(*"clear; echo one; echo two; printf '\\e[6n'; IFS= read -rsd R pos; echo \"cpr=${pos#*[}\"")
+        ask = "stty -echo; printf '\\e[6n'; IFS= read -rsd R pos; stty echo"
+        await pilot.press(*f"clear; echo one; echo two; {ask}; echo \"cpr=${{pos#*[}}\"")
         await pilot.press("enter")
         await until(app, lambda: any(line.startswith("cpr=") for line in view.core.display))
         display = view.core.display
