@@ -139,6 +139,14 @@ class PageProbe:
     async def field_value(self) -> str:
         return await self.evaluate("document.getElementById('t').value")
 
+    async def wait_for_field(self, expected: str) -> None:
+        """Wait until the test page's input holds `expected`; on timeout say what it holds instead."""
+        try:
+            await self.wait_for(lambda: self.evaluate(f"document.getElementById('t').value === {json.dumps(expected)}"))
+        except AssertionError:
+            held = await self.field_value()
+            raise AssertionError(f"expected the input to hold {expected!r}; it holds {held!r}") from None
+
 
 async def open_probe(cdp_ws_url: str) -> tuple[websockets.ClientConnection, PageProbe]:
     """A CDP connection to the session's browser and a probe on its page (close the connection after)."""
