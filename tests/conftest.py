@@ -52,8 +52,15 @@ class ServiceHandle:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port: int = 0) -> ServiceHandle:
-    """Start `bbrowse serve` on 127.0.0.1 and wait until it answers."""
+def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port: int = 0,
+                  ignored_signals: tuple[signal.Signals, ...] = ()) -> ServiceHandle:
+    """Start `bbrowse serve` on 127.0.0.1 and wait until it answers (with `ignored_signals` ignored, as a
+    script's background job starts it)."""
+
+    def ignore() -> None:
+        for number in ignored_signals:
+            signal.signal(number, signal.SIG_IGN)
+
     state_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "BBROWSE_STATE_DIR": str(state_dir), **(extra_env or {})}
     env.pop("KERNEL_API_KEY", None)
@@ -64,6 +71,7 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
     proc = subprocess.Popen(
         [sys.executable, "-m", "bbrowse", "serve", "--port", str(port)],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=ignore if ignored_signals else None,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
+import signal
 import struct
 import subprocess
 import termios
@@ -29,6 +30,11 @@ PTY_TERM = "xterm-256color"
 
 #: Variables of the service's own environment a child never inherits (they would leak the token).
 PRIVATE_ENV = ("BBROWSE_TOKEN",)
+
+#: Signals every child starts with at their default action. A service started as a script's background
+#: job (`bbrowse serve &`) inherits SIGINT and SIGQUIT ignored, and an ignored signal survives exec: ctrl-c
+#: and ctrl-\ in a shell pane, and the kill route's INT, would then end nothing.
+DEFAULT_ACTION_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
 
 
 @dataclass(frozen=True)
@@ -161,9 +167,20 @@ def set_winsize(master: int, rows: int, cols: int) -> None:
     _set_winsize(master, rows, cols)
 
 
+def _restore_default_signals() -> None:  # pragma: no cover - runs in the child between fork and exec
+    for number in DEFAULT_ACTION_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
+def _service_ignores_a_signal() -> bool:
+    """Whether this service was started with one of `DEFAULT_ACTION_SIGNALS` ignored (read per spawn: cheap)."""
+    return any(signal.getsignal(number) == signal.SIG_IGN for number in DEFAULT_ACTION_SIGNALS)
+
+
 def _take_controlling_tty() -> None:  # pragma: no cover - runs in the child between fork and exec
     # start_new_session already made the child a session leader; fd 0 is the PTY slave.
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    _restore_default_signals()
     # A PTY child is forked anyway (this preexec_fn), so it also gets the parent-death signal for free. Pipe
     # children keep the vfork path (~1.4 ms a spawn instead of ~8 ms at 150 MB of service RSS); the guardian
     # (`lifetime.watch_child`, for every child) ends both kinds, and their sessions, when the service dies.
@@ -214,6 +231,14 @@ def launch(
     return Child(popen, tty=False, stdin=parent_fds[0], stdout=parent_fds[1], stderr=parent_fds[2])
 
 
+def _child_setup(tty: bool):
+    """What runs in the child before exec. A pipe child keeps CPython's vfork path (no `preexec_fn`, see
+    `_take_controlling_tty`) unless the service has a signal ignored that the child must not inherit."""
+    if tty:
+        return _take_controlling_tty
+    return _restore_default_signals if _service_ignores_a_signal() else None
+
+
 def _popen(argv, request: ExecRequest, cwd: str, env: dict, stdio: dict, tty: bool, user_kwargs: dict):
     try:
         return subprocess.Popen(
@@ -222,7 +247,7 @@ def _popen(argv, request: ExecRequest, cwd: str, env: dict, stdio: dict, tty: bo
             env=env,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=_take_controlling_tty if tty else None,
+            preexec_fn=_child_setup(tty),
             **stdio,
             **user_kwargs,
         )
