@@ -28,6 +28,18 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 15.0
     raise AssertionError(f"{what} not met within {timeout} s")
 
 
+async def wait_for_notification(pilot, text: str, timeout: float = 15.0) -> str:
+    """Until a notification shown by the app contains `text`; that notification's message. (`notify` posts a
+    message to the app, so a notification appears a moment after the code that raised it has run.)"""
+    for _ in range(int(timeout / 0.05)):
+        messages = [n.message for n in pilot.app._notifications]
+        for message in messages:
+            if text in message:
+                return message
+        await pilot.pause(0.05)
+    raise AssertionError(f"no notification with {text!r} within {timeout} s; shown: {messages}")
+
+
 class PaneScreen(Screen):
     """A screen holding one pane in a tab, as the session screen does, for testing a pane alone."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -187,7 +187,7 @@ async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
         assert pane.query_one("#files-progress").has_class("active")
         assert bar.total == len(data) and bar.progress == len(data)
         assert str(saved) in str(pane.query_one("#files-progress-label").render())
-        assert any(str(saved) in n.message for n in app._notifications)
+        await wait_for_notification(pilot, str(saved))
 
 
 def _fds_open_on(pid: int, path: Path) -> int:

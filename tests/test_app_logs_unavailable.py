@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-from app_support import PaneScreen, wait_for
+from app_support import PaneScreen, wait_for, wait_for_notification
 
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
@@ -35,7 +35,7 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
             await wait_for(pilot, lambda: not any(w.node is panel and w.is_running for w in app.workers),
                            what="no reconnecting loop")
             assert pane.supervisor_logs_unavailable
-            assert any("no supervisor logs" in n.message for n in app._notifications)
+            await wait_for_notification(pilot, "no supervisor logs")
 
             await pilot.press("o")
             await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))

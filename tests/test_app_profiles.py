@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import wait_for
+from app_support import wait_for, wait_for_notification
 from conftest import ServiceHandle, start_service, stop_service
 from textual.command import CommandList, CommandPalette
 from textual.screen import Screen
@@ -207,8 +207,7 @@ async def test_a_remapped_key_runs_the_action_and_the_old_key_no_longer_does(ser
         await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
-        notes = [n.message for n in app._notifications]
-        assert any("[keys] names no binding no.such_binding" in note for note in notes), notes
+        await wait_for_notification(pilot, "[keys] names no binding no.such_binding")
 
 
 # a broken file and the pane settings ------------------------------------------------
@@ -226,8 +225,8 @@ async def test_a_broken_config_file_gives_a_notification_and_the_defaults(servic
     async with app.run_test(size=(140, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
         assert app.theme == "bbrowse-dark"
-        notes = [n.message for n in app._notifications]
-        assert any(note.startswith(f"{tmp_path / 'config.toml'}: line 3: screenshot.interval:") for note in notes)
+        note = await wait_for_notification(pilot, f"{tmp_path / 'config.toml'}: line 3: screenshot.interval:")
+        assert note.startswith(f"{tmp_path / 'config.toml'}: line 3: screenshot.interval:")
 
 
 class PaneScreen(Screen):

@@ -6,7 +6,7 @@ import shutil
 
 import httpx
 import pytest
-from app_support import accept_save_dialog, make_app, use_downloads_dir, wait_for
+from app_support import accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
 
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.replays import ReplaysPane
@@ -57,7 +57,7 @@ async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.A
             await accept_save_dialog(pilot, app)
             await wait_for(pilot, lambda: target.exists(), timeout=30, what="downloaded file")
             await wait_for(pilot, lambda: pane.last_saved == target)
-            assert any(str(target) in n.message for n in app._notifications)
+            await wait_for_notification(pilot, str(target))
             data = target.read_bytes()
             assert data[4:8] == b"ftyp" and len(data) > 1000  # an MP4, not an error body
             assert not list(downloads.glob("*.part"))

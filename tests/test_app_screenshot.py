@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
@@ -119,7 +119,7 @@ async def test_capture_shows_the_image_live_view_region_and_save(
         assert pane.last_saved is not None and pane.last_saved.parent == downloads / "shots"
         assert pane.last_saved.name.startswith(f"bbrowse-screenshot-{session_id}-")
         assert pane.last_saved.read_bytes() == pane.png
-        assert any(str(pane.last_saved) in n.message for n in app._notifications)
+        await wait_for_notification(pilot, str(pane.last_saved))
 
 
 async def test_a_region_outside_the_viewport_shows_the_error_in_the_pane(service, session_id: str) -> None:

@@ -386,8 +386,12 @@ async def test_a_big_backlog_that_cannot_be_skipped_still_drains() -> None:
 
 @pytest.fixture
 def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
-    """Wire a pane to bash in a local PTY (what the app does with the service's process API)."""
-    children: list[tuple[int, int]] = []
+    """Wire a pane to bash in a local PTY (what the app does with the service's process API).
+
+    The reader is removed from the loop it was added to before its descriptor is closed: the tests share
+    one event loop, and a closed descriptor left registered is a stale key in its selector, which breaks
+    whatever gets that number next (a reader added there is never woken; a socket connect fails)."""
+    children: list[tuple[int, int, asyncio.AbstractEventLoop]] = []
 
     async def start(app: TerminalApp) -> tuple[int, int]:
         view = app.view
@@ -398,8 +402,8 @@ def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execvpe("bash", ["bash", "--norc", "--noprofile"], dict(os.environ, TERM="xterm-256color", PS1="$ "))
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        children.append((pid, fd))
         loop = asyncio.get_running_loop()
+        children.append((pid, fd, loop))
 
         def readable() -> None:
             try:
@@ -428,15 +432,12 @@ def shell_pane() -> Callable[[TerminalApp], asyncio.Future]:
         return pid, fd
 
     yield start
-    for pid, fd in children:
+    for pid, fd, loop in children:
+        loop.remove_reader(fd)
         try:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
-            pass
-        try:
-            asyncio.get_event_loop().remove_reader(fd)
-        except (RuntimeError, ValueError):
             pass
         os.close(fd)
 

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, wait_for, wait_for_notification
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -105,10 +105,6 @@ def test_a_user_theme_replaces_a_shipped_one_of_the_same_name_and_the_file_name_
 
 
 
-def notifications(app) -> str:
-    return "\n".join(f"{n.title}: {n.message}" for n in app._notifications)
-
-
 def bar_background(app) -> Color:
     return app.screen.query_one(ServiceBar).styles.background
 
@@ -124,7 +120,7 @@ async def test_app_registers_every_theme_and_the_palette_picker_lists_them(servi
         assert app.theme == "bbrowse-dark"
         assert {*SHIPPED, "midnight"} <= set(app.available_themes)
         assert "oops" not in app.available_themes
-        assert f"{themes / 'broken.toml'}: primary: 'not-a-colour' is not a colour" in notifications(app)
+        await wait_for_notification(pilot, f"{themes / 'broken.toml'}: primary: 'not-a-colour' is not a colour")
 
         app.action_change_theme()
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
@@ -163,7 +159,7 @@ async def test_a_missing_theme_falls_back_to_the_default_with_a_notification(ser
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.query(ServiceBar))
         assert app.theme == "bbrowse-dark"
-        assert "Theme 'no-such-theme' is not available" in notifications(app)
+        await wait_for_notification(pilot, "Theme 'no-such-theme' is not available")
 
 
 async def test_the_configured_theme_applies_at_start(service):
