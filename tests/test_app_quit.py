@@ -83,10 +83,10 @@ async def test_quit_is_immediate_and_the_service_finalises_the_recording_in_the_
 
 
 class AppInPty:
-    """The real `bbrowse` (no arguments: the app on the embedded service) in a real 100×30 PTY, as a user
-    starts it; what it writes is collected with the time it arrived."""
+    """The real `bbrowse` (no arguments: the app on the embedded service) in a real PTY (100×30 unless told),
+    as a user starts it; what it writes is collected with the time it arrived."""
 
-    def __init__(self, state: Path) -> None:
+    def __init__(self, state: Path, rows: int = 30, cols: int = 100) -> None:
         env = {**os.environ, "BBROWSE_STATE_DIR": str(state), "TERM": "xterm-256color"}
         env.pop("KERNEL_API_KEY", None)
         env.pop("KERNEL_BASE_URL", None)
@@ -95,7 +95,7 @@ class AppInPty:
         self.arrivals: list[tuple[float, int]] = []  # (time, length of output after that read)
         self.pid, self.master = pty.fork()
         if self.pid == 0:  # the child
-            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
             os.execve(sys.executable, [sys.executable, "-m", "bbrowse"], env)
         threading.Thread(target=self._drain, daemon=True).start()
         self.service_pid: int | None = None
@@ -118,6 +118,8 @@ class AppInPty:
             try:
                 info = json.loads((self.state / "serve.json").read_text())
                 if b"connected" in self.output:
+                    # nothing printed on the user's screen before the app took it over (it stays there)
+                    assert b"Traceback" not in self.output, bytes(self.output[:3000])
                     self.service_pid = int(info["pid"])
                     return self.service_pid
             except (OSError, ValueError, KeyError):
@@ -169,6 +171,21 @@ def test_ctrl_q_gives_the_terminal_back_at_once_and_the_service_stops_after(tmp_
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         assert restored - pressed < QUIT_SECONDS and exited - pressed < QUIT_SECONDS
         assert wait_exit(service_pid, 60), "the embedded service did not stop"
+    finally:
+        app.close()
+
+
+def test_a_terminal_of_no_size_still_gets_the_app(tmp_path) -> None:
+    """A PTY nobody sized reports 0×0 (some `docker exec -t`, serial consoles): the app starts, draws its
+    sessions screen (Textual takes it as 80×25) and quits as usual. It died at start-up before, in the image
+    library's cell-size probe (a division by the 0 columns); `wait_connected` also checks that no traceback
+    was printed on the way."""
+    app = AppInPty(tmp_path / "state", rows=0, cols=0)
+    try:
+        app.wait_connected()
+        os.write(app.master, b"\x11")  # ctrl+q
+        _, status = os.waitpid(app.pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, bytes(app.output[-2000:])
     finally:
         app.close()
 

@@ -2,7 +2,8 @@
 
 textual-image picks its protocol (kitty graphics, sixel, half-cell blocks, unicode) when it is first
 imported, by querying the terminal; once Textual owns the terminal that query is no longer possible.
-So this module imports `textual_image.widget` at import time: the app must import it (or anything
+So this module imports `textual_image.widget` (through `image_widgets`, which makes that probe safe on
+a terminal of no size) at import time: the app must import it (or anything
 that imports it) before `App.run()`.
 
 `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty), `sixel`, `halfcell`
@@ -15,8 +16,6 @@ from __future__ import annotations
 import io
 import os
 
-# Imported at module import on purpose: textual-image detects the terminal's graphics support now.
-import textual_image.widget as image_widgets
 from PIL import Image as PILImage
 from PIL import ImageDraw
 from textual import events
@@ -29,6 +28,9 @@ from textual.widget import Widget
 from bbrowse.config import ENV_IMAGE_RENDERING, Rendering, parse_rendering
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas
+
+# Imported at module import on purpose: textual-image detects the terminal's graphics support now.
+from bbrowse.tui.widgets.image_widgets import image_widgets
 
 _RENDERINGS: dict[Rendering, type[Widget]] = {
     "auto": image_widgets.Image,
