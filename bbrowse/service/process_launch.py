@@ -32,8 +32,9 @@ PTY_TERM = "xterm-256color"
 PRIVATE_ENV = ("BBROWSE_TOKEN",)
 
 #: Signals every child starts with at their default action. A service started as a script's background
-#: job (`bbrowse serve &`) inherits SIGINT and SIGQUIT ignored, and an ignored signal survives exec: ctrl-c
-#: and ctrl-\ in a shell pane, and the kill route's INT, would then end nothing.
+#: job (`bbrowse serve &`) inherits SIGINT and SIGQUIT ignored, and an ignored signal survives exec: ctrl-\
+#: in a shell pane and `kill -QUIT` ended nothing (SIGINT escaped only because uvicorn happens to catch it,
+#: and a caught signal is reset at exec).
 DEFAULT_ACTION_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
 
 

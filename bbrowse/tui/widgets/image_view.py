@@ -2,9 +2,9 @@
 
 textual-image picks its protocol (kitty graphics, sixel, half-cell blocks, unicode) when it is first
 imported, by querying the terminal; once Textual owns the terminal that query is no longer possible.
-So this module imports `textual_image.widget` (through `image_widgets`, which makes that probe safe on
-a terminal of no size) at import time: the app must import it (or anything
-that imports it) before `App.run()`.
+So this module imports `textual_image.widget` at import time (through `image_widgets`, which makes that
+probe safe on a terminal of no size): the app must import it (or anything that imports it) before
+`App.run()`.
 
 `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty), `sixel`, `halfcell`
 or `unicode`. Tests force `halfcell`, which draws with coloured half blocks and works everywhere
