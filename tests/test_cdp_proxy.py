@@ -316,6 +316,20 @@ async def test_chromium_listens_on_no_tcp_port(service: ServiceHandle, browser_s
     assert listening == []
 
 
+async def test_nothing_the_service_started_holds_its_port(service: ServiceHandle, browser_session: dict) -> None:
+    """Under uvloop a spawn does not close the service's descriptors: an inheritable listening socket went to
+    Xvfb, ffmpeg and Chromium, and would keep the port taken after the service died."""
+    port = int(service.url.rsplit(":", 1)[1])
+    assert chromium_tree(service, browser_session["session_id"])  # at least a browser runs now
+    holders = []
+    for proc in psutil.Process(service.pid).children(recursive=True):
+        try:
+            holders += [(proc.pid, proc.name()) for c in proc.net_connections(kind="inet") if c.laddr.port == port]
+        except psutil.NoSuchProcess:
+            continue
+    assert holders == []
+
+
 # the jwt ----------------------------------------------------------------------
 
 

@@ -65,12 +65,41 @@ class CDPClosedError(Exception):
 # the pipe ----------------------------------------------------------------------
 
 
+def reserve_devtools_fds() -> None:
+    """Hold fds 3 and 4 for the life of the process (on /dev/null) if nothing holds them yet.
+
+    A spawn that keeps fds 3 and 4 for Chromium (`pass_fds`, see `PipeEnds`) needs them open in the
+    service at the fork, under asyncio's subprocess and uvloop alike. Left to chance they hold the first
+    files the service opens; its log is one, and once rotation has reopened it elsewhere, fd 4 goes to any
+    file a worker thread opens for a moment. One closed by that thread at the instant of the fork failed
+    the spawn: "Chromium failed to start: [Errno 9] Bad file descriptor", once in 5,050 soak cycles.
+    `bbrowse serve` calls this first, before it opens anything.
+    """
+    opened = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    null = fcntl.fcntl(opened, fcntl.F_DUPFD_CLOEXEC, CHROMIUM_WRITE_FD + 1)  # itself not on 3 or 4
+    os.close(opened)
+    try:
+        for fd in PipeEnds.CHILD_FDS:
+            if not _is_open(fd):  # one held already (inherited, opened before) is not ours to replace
+                os.dup2(null, fd, inheritable=False)
+    finally:
+        os.close(null)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 class PipeEnds:
     """The two pipes of `--remote-debugging-pipe`, before and after Chromium is started on them.
 
     `child_setup` (called in the child between fork and exec) moves Chromium's ends to fds 3 and 4;
     the caller passes `pass_fds=CHILD_FDS` so they survive `close_fds`, then `close_child_ends()`.
-    Creating both pipes first also guarantees fds 3 and 4 are open in the parent, which `pass_fds` needs.
+    `pass_fds` needs fds 3 and 4 open in the parent at the fork: `reserve_devtools_fds` keeps them so.
     """
 
     CHILD_FDS = (CHROMIUM_READ_FD, CHROMIUM_WRITE_FD)

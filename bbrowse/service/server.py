@@ -22,6 +22,7 @@ from bbrowse.hosts import is_loopback
 from bbrowse.limits import RetentionLimits
 from bbrowse.paths import serve_file, state_dir
 from bbrowse.service.app import create_app
+from bbrowse.service.cdp import reserve_devtools_fds
 from bbrowse.service.config import ServiceConfig
 
 DEFAULT_PORT = 7780
@@ -89,8 +90,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.set_inheritable(True)
+    sock.bind((host, port))  # not inheritable (Python's default): no child the service starts holds the port
     return sock
 
 
@@ -106,6 +106,7 @@ def serve(
     retention: RetentionLimits | None = None,
     announce=print,
 ) -> None:
+    reserve_devtools_fds()  # before anything is opened, see there
     root = state_dir()
     token = token or os.environ.get("BBROWSE_TOKEN")
     generated = token is None
