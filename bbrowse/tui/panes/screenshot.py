@@ -258,16 +258,25 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def show_png(self, png: bytes, *, image: PILImage.Image | None = None, captured_at: datetime | None = None) -> None:
         """Draw a captured PNG (decoding it here when `image` is not given) and clear any shown error."""
+        error_box = self._error_box()
+        if error_box is None:
+            return
         self.png = png
         self.image = image if image is not None else decode_image(png)
         self.captured_at = captured_at or datetime.now().astimezone()
         self.error = None
         self._last_failure = None
-        self.query_one("#shot-error").remove_class("shown")
+        error_box.remove_class("shown")
         self.add_class("-has-image")
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
         self.view.show(self.image, self._local_mouse())
         self._update_status()
+
+    def _error_box(self) -> Static | None:
+        """The failure box; None once the app (or the session screen) is closing: the pane can still be attached
+        with its children already gone when a capture ends, and drawing into it then failed the live loop."""
+        boxes = self.query("#shot-error")
+        return boxes.first(Static) if boxes else None
 
     def _local_mouse(self) -> tuple[int, int] | None:
         """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
@@ -289,10 +298,9 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self._last_failure = error
         text = prefix + describe_error(error)
         self.error = text
-        boxes = self.query("#shot-error")
-        if not boxes:  # the app is closing: the pane's children have gone before a capture ended
+        box = self._error_box()
+        if box is None:
             return
-        box = boxes.first(Static)
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
         box.add_class("shown")
         if isinstance(error, ClientError) and not isinstance(error, ServiceError):
