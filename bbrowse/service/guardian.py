@@ -44,19 +44,23 @@ PRUNE_SECONDS = 30.0
 KILL_ROUNDS = 5
 
 
+def process_stat(pid: int | str) -> tuple[bytes, list[bytes]] | None:
+    """(comm, the fields after comm) of /proc/<pid>/stat, the fields starting with state, ppid, pgrp,
+    session; None if there is no such process (any more)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # comm (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
+    return stat[stat.find(b"(") + 1:stat.rfind(b")")], stat[stat.rfind(b")") + 2:].split()
+
+
 def process_table() -> Iterator[tuple[int, bytes, list[bytes]]]:
-    """(pid, comm, the fields after comm) of every process this user can see, from /proc/<pid>/stat
-    (the fields start with state, ppid, pgrp, session)."""
+    """(pid, comm, the fields after comm) of every process this user can see."""
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # comm (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
-        yield int(name), stat[stat.find(b"(") + 1:stat.rfind(b")")], stat[stat.rfind(b")") + 2:].split()
+        if name.isdigit() and (stat := process_stat(name)) is not None:
+            yield int(name), *stat
 
 
 def session_ids() -> dict[int, int]:
@@ -70,11 +74,10 @@ def session_ids() -> dict[int, int]:
 
 def start_time(pid: int) -> int | None:
     """When `pid` started (clock ticks since boot, /proc/<pid>/stat field 22); None if there is no such process."""
+    stat = process_stat(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        return int(stat[stat.rfind(b")") + 2:].split()[19])
-    except (OSError, IndexError, ValueError):
+        return None if stat is None else int(stat[1][19])
+    except (IndexError, ValueError):
         return None
 
 
