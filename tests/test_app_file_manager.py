@@ -13,7 +13,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -54,7 +54,8 @@ async def open_at(pilot, app: BbrowseApp, session_id: str, directory: Path) -> F
     await app.push_screen(PaneScreen(pane, "Files", "files"))
     await wait_for(pilot, lambda: pane.working_directory is not None or pane.file_tree.root_path != "/")
     pane.focus_default()
-    await pilot.press("g", "ctrl+u", *str(directory), "enter")
+    await pilot.press("g", "ctrl+u")
+    await type_text(pilot, str(directory), then="enter")
     await wait_for(pilot, lambda: pane.file_tree.root_path == str(directory) and pane.file_tree.root.data.loaded)
     await wait_for(pilot, lambda: pane.watching == str(directory), what="the directory is watched")
     pane.file_tree.focus()
@@ -76,7 +77,8 @@ async def answer(pilot, pane: FilesPane, text: str) -> None:
     """Replace what the question line holds with `text` and press enter."""
     field = pane.query_one("#files-prompt-input")
     await wait_for(pilot, lambda: field.has_focus, what="the question line")
-    await pilot.press("ctrl+u", *text, "enter")
+    await pilot.press("ctrl+u")
+    await type_text(pilot, text, then="enter")
 
 
 def prompt_error(pane: FilesPane) -> str:
@@ -105,7 +107,8 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
         field = pane.query_one("#files-prompt-input")
         await wait_for(pilot, lambda: field.has_focus)
         assert f"Upload into {remote}/" in str(pane.query_one("#files-prompt-label").render())
-        await pilot.press("ctrl+u", *f"{local}/notes", "tab")  # tab completes the local path
+        await pilot.press("ctrl+u")
+        await type_text(pilot, f"{local}/notes", then="tab")  # tab completes the local path
         await wait_for(pilot, lambda: field.value == f"{local}/notes-from-home.txt", what="completed")
         await pilot.press("enter")
         await wait_for(pilot, lambda: "notes-from-home.txt" in labels(pane), what="the upload listed")

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
+from app_support import (
+    PaneScreen,
+    accept_save_dialog,
+    make_app,
+    type_text,
+    use_downloads_dir,
+    wait_for,
+    wait_for_notification,
+)
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -58,7 +66,8 @@ async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
 
 
 async def go_to(pilot, pane: FilesPane, path: Path | str) -> None:
-    await pilot.press("g", "ctrl+u", *str(path), "enter")
+    await pilot.press("g", "ctrl+u")
+    await type_text(pilot, str(path), then="enter")
 
 
 def child_labels(pane: FilesPane) -> list[str]:

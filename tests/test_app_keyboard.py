@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, type_text, wait_for
 from textual.widgets import DataTable, Tree
 
 from bbrowse.tui.panes.files import FilesPane
@@ -46,12 +46,6 @@ async def open_session(pilot, app, browser: Browser) -> tuple[SessionScreen, She
     await wait_for(pilot, lambda: tab.shell is not None and tab.shell.running, what="shell started")
     await wait_for(pilot, lambda: terminal_text(tab.terminal).rstrip().endswith(("#", "$")), what="prompt")
     return screen, tab
-
-
-async def type_text(pilot, text: str) -> None:
-    names = {" ": "space", "-": "minus", "$": "dollar_sign", "(": "left_parenthesis", ")": "right_parenthesis",
-             "+": "plus"}
-    await pilot.press(*[names.get(c, c) for c in text])
 
 
 async def test_a_session_opens_on_its_tab_bar_digits_switch_tabs_and_enter_goes_into_the_shell(
@@ -136,7 +130,8 @@ async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, se
         pane = app.screen.query_one(FilesPane)
         tree = pane.query_one(Tree)
         await wait_for(pilot, lambda: tree.has_focus)
-        await pilot.press("g", *str(tmp_path), "enter")
+        await pilot.press("g")
+        await type_text(pilot, str(tmp_path), then="enter")
         await wait_for(pilot, lambda: tree.root_path == str(tmp_path) and tree.has_focus and any(
             str(node.label).endswith("a.txt") for node in tree.root.children))
         while not str(tree.cursor_node.label).endswith("a.txt"):

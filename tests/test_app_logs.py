@@ -13,18 +13,18 @@ import uuid
 from pathlib import Path
 
 import httpx
-from app_support import accept_save_dialog, use_downloads_dir, wait_for
+from app_support import accept_save_dialog, type_text, use_downloads_dir, wait_for
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList
 
-from bbrowse.client import ClientConfig
+from bbrowse.client import BrowserClient, ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.logbuffer import gap_text
-from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen
+from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen, PathSuggester
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource
@@ -83,7 +83,7 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
         await pilot.click("#source-path")
-        await pilot.press(*f"{tmp_path}/app-ev")
+        await type_text(pilot, f"{tmp_path}/app-ev")
         path_input = app.screen.query_one("#open-log-path")
         # completed from list_files of the directory being typed; → accepts the completion
         await wait_for(pilot, lambda: path_input._suggestion == str(log))
@@ -100,6 +100,29 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
         await wait_for(pilot, lambda: marker in screen_rows(view))
         assert screen_rows(view).index(marker) == screen_rows(view).index("existing two") + 1
         assert "3 lines" in status(panel) and "● live" in status(panel) and "● following" in status(panel)
+
+
+async def test_path_completion_lists_a_directory_once_however_fast_the_keys_come(
+    service, session_id: str, tmp_path: Path
+) -> None:
+    """The form asks for a suggestion at every key; a quick typist (or a paste) must not send one `list_files`
+    of the same directory per character (a directory of 29,000 entries made the completion take 10 s)."""
+    (tmp_path / "app-events.log").write_text("x\n")
+    (tmp_path / "apples").mkdir()
+    client = BrowserClient(service.url, service.token)
+    listed: list[str] = []
+    list_files = client.fs.list_files
+
+    async def counted(session: str, path: str):
+        listed.append(path)
+        return await list_files(session, path)
+
+    client.fs.list_files = counted  # type: ignore[method-assign]  # the real call, counted
+    suggester = PathSuggester(client, session_id)
+    typed = [f"{tmp_path}/{prefix}" for prefix in ("a", "ap", "app", "app-", "app-e", "appl")]
+    answers = await asyncio.gather(*(suggester.get_suggestion(value) for value in typed))
+    assert answers == [f"{tmp_path}/app-events.log"] * 5 + [f"{tmp_path}/apples/"]
+    assert listed == [str(tmp_path)]
 
 
 async def test_search_highlights_matches_and_n_moves_between_them(service, session_id: str, tmp_path: Path) -> None:

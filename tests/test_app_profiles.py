@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import wait_for, wait_for_notification
+from app_support import type_text, wait_for, wait_for_notification
 from conftest import ServiceHandle, start_service, stop_service
 from textual.command import CommandList, CommandPalette
 from textual.screen import Screen
@@ -80,7 +80,7 @@ def bar_label(app) -> str:
 async def pick_in_palette(pilot, app, text: str) -> None:
     """Type `text` in the open command palette and run the first match."""
     await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
-    await pilot.press(*text)
+    await type_text(pilot, text)
     command_list = app.screen.query_one(CommandList)
     await wait_for(pilot, lambda: command_list.option_count >= 1 and command_list.highlighted is not None)
     await pilot.press("enter")
@@ -134,7 +134,7 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
         assert [line.split("\n")[0] for line in listed] == ["alpha", "beta", "cloud", "embedded", "tokenless"]
         assert any("(current)" in line and line.startswith("alpha") for line in listed)
 
-        await pilot.press(*"tokenless", "enter")
+        await type_text(pilot, "tokenless", then="enter")
         await wait_for(pilot, lambda: isinstance(app.screen, StartingScreen)
                        and "has no token" in str(app.screen.query_one("#starting-message").render()))
         message = str(app.screen.query_one("#starting-message").render())

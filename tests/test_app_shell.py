@@ -15,7 +15,7 @@ import shutil
 import time
 
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, type_text, wait_for
 
 from bbrowse.client import BrowserClient
 from bbrowse.config import ShellSettings, defaults
@@ -78,17 +78,7 @@ async def open_shell(pilot, app, browser: Browser) -> ShellTab:
 
 
 async def type_line(pilot, line: str) -> None:
-    await pilot.press(*[_key(c) for c in line], "enter")
-
-
-def _key(char: str) -> str:
-    names = {" ": "space", "'": "apostrophe", "$": "dollar_sign", "\\": "backslash", "|": "vertical_line",
-             ";": "semicolon", "-": "minus", ">": "greater_than_sign", "/": "slash", ".": "full_stop",
-             "(": "left_parenthesis", ")": "right_parenthesis", '"': "quotation_mark", "=": "equals_sign",
-             "[": "left_square_bracket", "]": "right_square_bracket", "&": "ampersand", "_": "underscore",
-             ":": "colon", ",": "comma", "%": "percent_sign", "*": "asterisk", "?": "question_mark",
-             "<": "less_than_sign", "+": "plus", "#": "number_sign", "!": "exclamation_mark"}
-    return names.get(char, char)
+    await type_text(pilot, line, then="enter")
 
 
 def border(tab: ShellTab) -> str:
@@ -178,7 +168,8 @@ async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach
         assert tab.shell.path == "attach" and border(tab).endswith("· attach")
 
         if editor == "vim":  # still the same program, still typing into it
-            await pilot.press("i", *"edited-after-drop ", "escape")
+            await pilot.press("i")
+            await type_text(pilot, "edited-after-drop ", then="escape")
             await type_line(pilot, ":wq")
         else:
             # The nudge is one column less, then the real size back, and less 590 drops a key that comes

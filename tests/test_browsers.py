@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -256,8 +257,28 @@ async def test_without_chromium_sessions_work_and_browser_calls_say_how_to_insta
 def test_chromium_gets_a_short_tmpdir_when_the_inherited_one_is_too_long() -> None:
     # Chromium dies ("Socket path too long") when $TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket passes
     # the Unix socket limit: a service started under a deep temporary directory must still have browsers.
-    from bbrowse.service.chromium_command import chromium_tmpdir
+    from bbrowse.service.chromium_command import chromium_tmpdir_parent
 
-    assert chromium_tmpdir("/tmp/" + "d" * 80) == "/tmp"
-    assert chromium_tmpdir("/tmp") is None
-    assert chromium_tmpdir("") is None  # unset: Chromium uses /tmp itself
+    assert chromium_tmpdir_parent("/tmp/" + "d" * 40) == "/tmp"
+    assert chromium_tmpdir_parent("/tmp/short/") == "/tmp/short"
+    assert chromium_tmpdir_parent("") == "/tmp"  # unset: where Chromium would go itself
+
+
+def test_chromium_leaves_nothing_in_the_temporary_directory(tmp_path_factory) -> None:
+    """A killed Chromium never removes the `org.chromium.Chromium.XXXXXX` directory it made for its singleton
+    socket: each session left one behind in /tmp, forever. Each Chromium now runs with a TMPDIR of its own,
+    removed with it."""
+    temporary = Path(tempfile.mkdtemp(prefix="bb-", dir="/tmp"))  # short, as Chromium's socket needs
+    handle = start_service(tmp_path_factory.mktemp("tmpdir-state"), extra_env={"TMPDIR": str(temporary)})
+    try:
+        with httpx.Client(base_url=handle.url, headers=handle.headers, timeout=60) as http:
+            created = http.post("/browsers", json={})
+            assert created.status_code == 200, created.text
+            running = [path.relative_to(temporary).parts for path in temporary.glob("*/*")]
+            assert len(running) == 1 and running[0][0].startswith("bbrowse-chromium-"), running
+            assert running[0][1].startswith("org.chromium.Chromium."), running  # Chromium took it as its TMPDIR
+            assert http.delete(f"/browsers/{created.json()['session_id']}").status_code == 204
+        assert list(temporary.iterdir()) == []
+    finally:
+        stop_service(handle)
+        shutil.rmtree(temporary, ignore_errors=True)

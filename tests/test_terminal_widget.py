@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from app_support import type_text
 from rich.color import Color
 from textual import events
 from textual.app import App, ComposeResult
@@ -450,13 +451,13 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         await until(app, lambda: len(app.resizes) == 1)
         shell, fd = await shell_pane(app)
         await until(app, lambda: view.emulator.display[0] == "$")
-        await pilot.press(*"echo hi", "enter")
+        await type_text(pilot, "echo hi", then="enter")
         await until(app, lambda: "hi" in view.emulator.display)
-        await pilot.press(*"printf '\\e[31mred\\e[0m\\n'", "enter")
+        await type_text(pilot, "printf '\\e[31mred\\e[0m\\n'", then="enter")
         await until(app, lambda: "red" in view.emulator.display)
         y = view.emulator.display.index("red")
         assert view.emulator.cell(0, y)[1][0] == 1  # drawn red
-        await pilot.press(*"sleep 100", "enter")
+        await type_text(pilot, "sleep 100", then="enter")
         # ctrl-c once sleep runs in the foreground (exec'ed, not a forked bash still setting up its signals):
         # typed before, it would interrupt bash reading the line, or be lost in the fork.
         await until(app, lambda: os.tcgetpgrp(fd) != shell and _command_of(os.tcgetpgrp(fd)) == "sleep")
@@ -464,9 +465,9 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         await until(app, lambda: view.emulator.display[view.emulator.cursor_y] == "$")
         await pilot.resize_terminal(90, 20)
         await until(app, lambda: app.resizes[-1] == (88, 18))
-        await pilot.press(*"tput cols", "enter")
+        await type_text(pilot, "tput cols", then="enter")
         await until(app, lambda: "88" in view.emulator.display)
-        await pilot.press(*"exit 3", "enter")
+        await type_text(pilot, "exit 3", then="enter")
         await until(app, lambda: view.exited)
         assert view.exit_code == 3
         await pilot.pause()
@@ -486,7 +487,7 @@ async def test_a_program_asking_for_the_cursor_position_gets_its_answer(shell_pa
         await shell_pane(app)
         await until(app, lambda: view.core.display[0] == "$")
         ask = "stty -echo; printf '\\e[6n'; IFS= read -rsd R pos; stty echo"
-        await pilot.press(*f"clear; echo one; echo two; {ask}; echo \"cpr=${{pos#*[}}\"")
+        await type_text(pilot, f"clear; echo one; echo two; {ask}; echo \"cpr=${{pos#*[}}\"")
         await pilot.press("enter")
         await until(app, lambda: any(line.startswith("cpr=") for line in view.core.display))
         display = view.core.display
@@ -545,7 +546,7 @@ async def test_a_kitty_graphics_picture_is_drawn_in_the_pane(shell_pane, tmp_pat
         await until(app, lambda: len(app.resizes) == 1)
         await shell_pane(app)
         await until(app, lambda: view.core.display[0] == "$")
-        await pilot.press(*f"clear; {sys.executable} {script}", "enter")
+        await type_text(pilot, f"clear; {sys.executable} {script}", then="enter")
         await until(app, lambda: "pictures drawn" in view.core.display)
         await view.wait_drained()
         await pilot.pause()

@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,12 @@ from typing import Any
 
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError, CDPHub, PipeEnds
 from bbrowse.service.child_process import describe_exit, kill_group
-from bbrowse.service.chromium_command import chromium_args, chromium_tmpdir, missing_chromium_message
+from bbrowse.service.chromium_command import (
+    CHROMIUM_TMPDIR_PREFIX,
+    chromium_args,
+    chromium_tmpdir_parent,
+    missing_chromium_message,
+)
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sessions import Session
@@ -73,6 +79,8 @@ class ChromiumBrowser:
         self.profile_dir = session.workdir.parent / "chromium-profile"
         self.log = SupervisorLog(session.supervisor_log("chromium"))
         self.process: asyncio.subprocess.Process | None = None
+        #: This Chromium's own TMPDIR while it runs (`_spawn_and_connect`).
+        self._tmpdir: str | None = None
         #: The DevTools pipe of the running Chromium, shared by the service and the CDP proxy's clients.
         self.hub: CDPHub | None = None
         self.cdp: CDPConnection | None = None
@@ -221,9 +229,10 @@ class ChromiumBrowser:
         for stale in ("DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"):
             with contextlib.suppress(FileNotFoundError):
                 (self.profile_dir / stale).unlink()
-        env = dict(os.environ)
-        if (short_tmpdir := chromium_tmpdir()) is not None:
-            env["TMPDIR"] = short_tmpdir
+        # Its own TMPDIR, removed when it stops: Chromium makes `org.chromium.Chromium.XXXXXX` there for its
+        # singleton socket and, killed, never removes it (28,998 of them had piled up in this machine's /tmp).
+        self._tmpdir = tempfile.mkdtemp(prefix=CHROMIUM_TMPDIR_PREFIX, dir=chromium_tmpdir_parent())
+        env = {**os.environ, "TMPDIR": self._tmpdir}
         if not self.session.request.headless:
             env["DISPLAY"] = await self._ensure_display()
         args = chromium_args(self.session, self.profile_dir)
@@ -427,6 +436,9 @@ class ChromiumBrowser:
             # Forget it first so its watcher knows this exit was asked for, not a crash.
             process, self.process = self.process, None
             await kill_group(process)
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
         if self._closing and self.xvfb is not None:
             await self.xvfb.stop()
             self.xvfb = None

@@ -82,18 +82,21 @@ def _small_dev_shm() -> bool:
 
 #: The longest path a Unix socket may have (sun_path is 108 bytes with its NUL on Linux).
 UNIX_SOCKET_PATH_MAX = 107
-#: What Chromium puts under the temporary directory for its profile's singleton socket.
-_SINGLETON_SOCKET_TAIL = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
+#: The name of each Chromium's own temporary directory (`tempfile.mkdtemp` adds 8 characters).
+CHROMIUM_TMPDIR_PREFIX = "bbrowse-chromium-"
+#: What goes under the temporary parent: that directory, then Chromium's singleton socket inside it.
+_TMPDIR_TAIL = "/" + CHROMIUM_TMPDIR_PREFIX + "XXXXXXXX" + "/org.chromium.Chromium.XXXXXX/SingletonSocket"
 
 
-def chromium_tmpdir(tmpdir: str | None = None) -> str | None:
-    """A `TMPDIR` for Chromium when the inherited one is too long for its singleton socket, else None.
+def chromium_tmpdir_parent(tmpdir: str | None = None) -> str:
+    """Where each Chromium's own temporary directory is made: the service's `TMPDIR`, or `/tmp` when that
+    is too long for Chromium's singleton socket.
 
     Chromium binds `$TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket` at start and dies (FATAL
     "Socket path too long") when that path passes the Unix socket limit, so a service started under a
     deep temporary directory would have no browsers. `/tmp` is short on every system that has it.
     """
-    current = tmpdir if tmpdir is not None else os.environ.get("TMPDIR", "")
-    if len(current.rstrip("/")) + len(_SINGLETON_SOCKET_TAIL) <= UNIX_SOCKET_PATH_MAX:
-        return None
-    return "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else None
+    current = (tmpdir if tmpdir is not None else os.environ.get("TMPDIR", "")).rstrip("/")
+    if current and len(current) + len(_TMPDIR_TAIL) <= UNIX_SOCKET_PATH_MAX:
+        return current
+    return "/tmp"

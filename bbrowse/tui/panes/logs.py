@@ -153,11 +153,22 @@ class PathSuggester(Suggester):
         self.client = client
         self.session_id = session_id
         self._listings: dict[str, tuple[float, list[tuple[str, bool]]]] = {}
+        #: Listings on their way: the Input asks for a suggestion at every key, so a quick typist (or a
+        #: paste) would otherwise send one `list_files` of the same directory per character.
+        self._fetching: dict[str, asyncio.Future[list[tuple[str, bool]]]] = {}
 
     async def _listing(self, directory: str) -> list[tuple[str, bool]]:
         cached = self._listings.get(directory)
         if cached is not None and time.monotonic() - cached[0] < self.LISTING_SECONDS:
             return cached[1]
+        fetching = self._fetching.get(directory)
+        if fetching is None:
+            fetching = self._fetching[directory] = asyncio.ensure_future(self._fetch(directory))
+            fetching.add_done_callback(lambda _: self._fetching.pop(directory, None))
+        # Shielded: the Input drops a suggestion that is out of date, which must not cancel the others' listing.
+        return await asyncio.shield(fetching)
+
+    async def _fetch(self, directory: str) -> list[tuple[str, bool]]:
         try:
             files = await self.client.fs.list_files(self.session_id, directory)
         except ClientError:
