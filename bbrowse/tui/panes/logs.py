@@ -164,9 +164,14 @@ class PathSuggester(Suggester):
         fetching = self._fetching.get(directory)
         if fetching is None:
             fetching = self._fetching[directory] = asyncio.ensure_future(self._fetch(directory))
-            fetching.add_done_callback(lambda _: self._fetching.pop(directory, None))
+            fetching.add_done_callback(lambda done: self._fetched(directory, done))
         # Shielded: the Input drops a suggestion that is out of date, which must not cancel the others' listing.
         return await asyncio.shield(fetching)
+
+    def _fetched(self, directory: str, done: asyncio.Future[list[tuple[str, bool]]]) -> None:
+        self._fetching.pop(directory, None)
+        if not done.cancelled():
+            done.exception()  # seen here too: every key that waited for it may have gone on meanwhile
 
     async def _fetch(self, directory: str) -> list[tuple[str, bool]]:
         try:
