@@ -189,15 +189,21 @@ def test_snapshot_screenshot_pane(snap_compare) -> None:
     assert snap_compare(ShotApp(), terminal_size=(80, 24))
 
 
-async def test_a_capture_that_ends_while_the_pane_is_taken_apart_draws_nothing() -> None:
-    """At exit (or when the session screen closes) the pane can still be attached after its children have gone;
-    a capture finishing then drew into its missing failure box, and the live loop's worker failed the app."""
+@pytest.mark.parametrize("gone", ["*", "#shot-error", "ImageView"])
+async def test_a_capture_that_ends_while_the_pane_is_taken_apart_draws_nothing(gone: str) -> None:
+    """At exit (or when the session screen closes) the pane can still be attached after some or all of its
+    children have gone; a capture finishing then drew into its missing failure box, or read its missing
+    picture, and the live loop's worker failed the app."""
     app = ShotApp()
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(ScreenshotPane)
         drawn = pane.captured_at
-        await pane.remove_children()
+        if gone == "*":
+            await pane.remove_children()
+        else:
+            await pane.query_one(gone).remove()
         await pilot.pause()
         pane.show_png(fixed_png())
         pane._failed(RuntimeError("late"))
+        pane._update_status()
         assert pane.captured_at == drawn  # nothing drawn, nothing raised

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_app_shell import _key, open_shell, screen_text, shell_app
+from test_app_shell import open_shell, screen_text, shell_app
 from textual import events
+from textual.keys import _character_to_key
 
 from bbrowse.client import BrowserClient
 from bbrowse.wire import Browser, ProcessExitEvent
@@ -149,7 +150,8 @@ async def type_quickly(app, text: str, interval: float = 0.01) -> None:
     """
     for char in text:
         special = {"\r": "enter", "\x04": "ctrl+d"}
-        key = events.Key(special[char], char) if char in special else events.Key(_key(char), char)
+        name = special.get(char) or (char if char.isalnum() else _character_to_key(char))
+        key = events.Key(name, char)
         key.set_sender(app)
         app._driver.send_message(key)
         await asyncio.sleep(interval)

@@ -199,8 +199,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             await self._capture_once()
         finally:
             self.capturing = False
-            if self.is_attached:
-                self._update_status()
+            self._update_status()
 
     async def _capture_once(self) -> bool:
         """Capture, decode and draw one frame (with the browser's mouse); False when it failed (shown)."""
@@ -221,7 +220,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         except BaseException:
             where.cancel()  # cancelled (live view stopped): the mouse question goes too
             raise
-        if not self.is_attached:  # the pane went away meanwhile (the session screen closed, the app quit)
+        if not self._in_place():  # the pane went away meanwhile (the session screen closed, the app quit)
             where.cancel()
             return False
         if failure is not None:
@@ -229,12 +228,12 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self._failed(failure, prefix)
             return False
         self.mouse = await where
-        if not self.is_attached:
+        if not self._in_place():
             return False
         self.show_png(png, image=image)
         if self.view.changed_rows != 0:  # nothing changed on screen: nothing to wait for
             await self._drawn()
-            if not self.is_attached:
+            if not self._in_place():
                 return False
         self.frames += 1
         self.frame_times.append(time.monotonic())
@@ -258,25 +257,24 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def show_png(self, png: bytes, *, image: PILImage.Image | None = None, captured_at: datetime | None = None) -> None:
         """Draw a captured PNG (decoding it here when `image` is not given) and clear any shown error."""
-        error_box = self._error_box()
-        if error_box is None:
+        if not self._in_place():
             return
         self.png = png
         self.image = image if image is not None else decode_image(png)
         self.captured_at = captured_at or datetime.now().astimezone()
         self.error = None
         self._last_failure = None
-        error_box.remove_class("shown")
+        self.query_one("#shot-error", Static).remove_class("shown")
         self.add_class("-has-image")
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
         self.view.show(self.image, self._local_mouse())
         self._update_status()
 
-    def _error_box(self) -> Static | None:
-        """The failure box; None once the app (or the session screen) is closing: the pane can still be attached
-        with its children already gone when a capture ends, and drawing into it then failed the live loop."""
-        boxes = self.query("#shot-error")
-        return boxes.first(Static) if boxes else None
+    def _in_place(self) -> bool:
+        """Attached, with the children it draws into. When the app quits (or the session screen closes) the pane
+        is still attached for a moment after some of its children have gone, and a capture ending then drew into
+        a missing one and failed the live loop (the failure box, then the picture, once each in full runs)."""
+        return self.is_attached and bool(self.query("#shot-error")) and bool(self.query(ImageView))
 
     def _local_mouse(self) -> tuple[int, int] | None:
         """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
@@ -298,9 +296,9 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self._last_failure = error
         text = prefix + describe_error(error)
         self.error = text
-        box = self._error_box()
-        if box is None:
+        if not self._in_place():
             return
+        box = self.query_one("#shot-error", Static)
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
         box.add_class("shown")
         if isinstance(error, ClientError) and not isinstance(error, ServiceError):
@@ -325,6 +323,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
                 ok = await self._capture_once()
             finally:
                 self.capturing = False
+            if not self._in_place():
+                return  # the pane is being taken apart: its loop ends with it
             if not ok and self.session_gone:
                 self._set_live(False)  # the session was deleted: nothing will ever come back
                 self._leave_interact(take_keyboard=self.view.has_focus)
@@ -468,6 +468,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
     # status -------------------------------------------------------------------
 
     def _update_status(self) -> None:
+        if not self._in_place():
+            return
         status = Text()
         if self.live:
             status.append("● live", style="bold red")
