@@ -239,7 +239,9 @@ async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_
         before_lines = before.rstrip().split("\n")[:-1]
         assert screen_text(tab).split("\n")[: len(before_lines)] == before_lines
 
-        await type_line(pilot, 'echo sleeping-now; sleep 100; echo sl""ept')
+        # printed by the process ctrl-c stops, once it is in the foreground with SIGINT's default action (a
+        # ctrl-c reaching bash's forked child before it execs is lost)
+        await type_line(pilot, "sh -c 'echo sleeping-now; exec sleep 100'; echo sl\"\"ept")
         await wait_for(pilot, lambda: "\nsleeping-now" in screen_text(tab), what="sleep started")
         await pilot.press("ctrl+c")
         await wait_for(pilot, lambda: prompt_shown(tab), what="prompt after ctrl-c")
