@@ -12,7 +12,10 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,6 +26,8 @@ import websockets
 from browser_support import needs_chromium
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
+
+from bbrowse.service.chromium_tmpdir import UNOWNED_AFTER_SECONDS, ChromiumTmpdir, sweep
 
 pytestmark = [pytest.mark.chromium, needs_chromium]
 
@@ -283,3 +288,61 @@ def test_chromium_leaves_nothing_in_the_temporary_directory(tmp_path_factory) ->
     finally:
         stop_service(handle)
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+def test_a_sigkilled_services_chromium_directories_are_swept_at_the_next_start(tmp_path_factory) -> None:
+    """A SIGKILLed service cannot remove its Chromiums' TMPDIRs; the next service started there does, and leaves
+    alone those of a service that runs (its lock is held) and other files."""
+    temporary = Path(tempfile.mkdtemp(prefix="bb-", dir="/tmp"))
+    env = {"TMPDIR": str(temporary)}
+    running = ChromiumTmpdir(str(temporary))  # a directory of a service that still runs (this process)
+    (temporary / "someone-elses-file").write_text("kept")
+    first = start_service(tmp_path_factory.mktemp("sweep-state"), extra_env=env)
+    second = None
+    try:
+        with httpx.Client(base_url=first.url, headers=first.headers, timeout=60) as http:
+            created = http.post("/browsers", json={})
+            assert created.status_code == 200, created.text
+        [left] = {p for p in temporary.glob("bbrowse-chromium-*")} - {Path(running.path)}  # the session's
+        os.kill(first.pid, signal.SIGKILL)
+        first.process.wait(10)
+        assert left.is_dir()  # nobody removed it
+
+        second = start_service(tmp_path_factory.mktemp("sweep-state-2"), extra_env=env)
+        assert not left.exists()
+        assert Path(running.path).is_dir() and (temporary / "someone-elses-file").read_text() == "kept"
+        log = (second.state_dir / "service" / "logs" / "bbrowse.log").read_text()
+        assert f"removed 1 Chromium temporary directories left in {temporary}" in log
+    finally:
+        for handle in (first, second):
+            if handle is not None:
+                stop_service(handle)
+        running.remove()
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def test_the_sweep_takes_only_directories_whose_service_is_gone(tmp_path) -> None:
+    """Gone: the process holding the lock was SIGKILLed, or a directory of an older version (no lock file) is
+    an hour old. Kept: a held lock, a new directory without a lock file (being made), anything else."""
+    parent = str(tmp_path)
+    held = ChromiumTmpdir(parent)
+    maker = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from bbrowse.service.chromium_tmpdir import ChromiumTmpdir as T; "
+         "print(T(sys.argv[1]).path, flush=True); sys.stdin.read()", parent],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    killed = Path(maker.stdout.readline().strip())
+    assert sweep(parent) == 0 and killed.is_dir()  # its maker still holds the lock
+    maker.kill()
+    maker.wait(10)
+    old, new = tmp_path / "bbrowse-chromium-old00000", tmp_path / "bbrowse-chromium-new00000"
+    old.mkdir()
+    new.mkdir()
+    os.utime(old, (time.time() - UNOWNED_AFTER_SECONDS - 60,) * 2)
+    (tmp_path / "bbrowse-chromium-a-file").write_text("not a directory")
+    (tmp_path / "other").mkdir()
+
+    assert sweep(parent) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["bbrowse-chromium-a-file", "other", new.name, Path(held.path).name])
+    held.remove()
+    assert not Path(held.path).exists()

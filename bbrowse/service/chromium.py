@@ -30,7 +30,6 @@ import contextlib
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,12 +37,8 @@ from typing import Any
 
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError, CDPHub, PipeEnds
 from bbrowse.service.child_process import describe_exit, kill_group
-from bbrowse.service.chromium_command import (
-    CHROMIUM_TMPDIR_PREFIX,
-    chromium_args,
-    chromium_tmpdir_parent,
-    missing_chromium_message,
-)
+from bbrowse.service.chromium_command import chromium_args, missing_chromium_message
+from bbrowse.service.chromium_tmpdir import ChromiumTmpdir
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sessions import Session
@@ -80,7 +75,7 @@ class ChromiumBrowser:
         self.log = SupervisorLog(session.supervisor_log("chromium"))
         self.process: asyncio.subprocess.Process | None = None
         #: This Chromium's own TMPDIR while it runs (`_spawn_and_connect`).
-        self._tmpdir: str | None = None
+        self._tmpdir: ChromiumTmpdir | None = None
         #: The DevTools pipe of the running Chromium, shared by the service and the CDP proxy's clients.
         self.hub: CDPHub | None = None
         self.cdp: CDPConnection | None = None
@@ -229,10 +224,9 @@ class ChromiumBrowser:
         for stale in ("DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"):
             with contextlib.suppress(FileNotFoundError):
                 (self.profile_dir / stale).unlink()
-        # Its own TMPDIR, removed when it stops: Chromium makes `org.chromium.Chromium.XXXXXX` there for its
-        # singleton socket and, killed, never removes it (28,998 of them had piled up in this machine's /tmp).
-        self._tmpdir = tempfile.mkdtemp(prefix=CHROMIUM_TMPDIR_PREFIX, dir=chromium_tmpdir_parent())
-        env = {**os.environ, "TMPDIR": self._tmpdir}
+        # Its own TMPDIR, removed when it stops (see chromium_tmpdir: Chromium, killed, leaves its socket's).
+        self._tmpdir = ChromiumTmpdir()
+        env = {**os.environ, "TMPDIR": self._tmpdir.path}
         if not self.session.request.headless:
             env["DISPLAY"] = await self._ensure_display()
         args = chromium_args(self.session, self.profile_dir)
@@ -437,7 +431,7 @@ class ChromiumBrowser:
             process, self.process = self.process, None
             await kill_group(process)
         if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir.remove()
             self._tmpdir = None
         if self._closing and self.xvfb is not None:
             await self.xvfb.stop()

@@ -18,6 +18,7 @@ from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from bbrowse.service.browsers import BrowserManager
+from bbrowse.service.chromium_tmpdir import sweep_at_start as sweep_chromium_tmpdirs
 from bbrowse.service.computer import ComputerManager
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.fs_watch import WatchManager
@@ -95,9 +96,10 @@ def build_state(config: ServiceConfig) -> ServiceState:
         browsers.on_delete,
         state.computer.on_delete,
     ])
-    # Sessions a killed service left are restored first, once every hook above is in place.
+    # What a killed service left: its Chromiums' temporary directories are swept, then its sessions are
+    # restored, once every hook above is in place.
     strays = StrayReaper()
-    state.startup.extend([sessions.restore, retention.start, strays.start])
+    state.startup.extend([sweep_chromium_tmpdirs, sessions.restore, retention.start, strays.start])
     state.shutdown.extend([processes.shutdown, retention.stop, strays.stop])
     return state
 
