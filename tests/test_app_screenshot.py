@@ -8,7 +8,6 @@ what the tests see does not depend on the terminal running them.
 from __future__ import annotations
 
 import io
-import shutil
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
+from browser_support import needs_chromium
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
@@ -26,8 +26,6 @@ from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.wire import ScreenshotRegion
-
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +66,7 @@ def test_parse_region() -> None:
 
 
 @pytest.mark.chromium
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed: the service cannot take screenshots")
+@needs_chromium
 async def test_capture_shows_the_image_live_view_region_and_save(
     service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

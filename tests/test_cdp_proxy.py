@@ -14,7 +14,6 @@ import io
 import itertools
 import json
 import os
-import shutil
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -26,15 +25,12 @@ import jwt
 import psutil
 import pytest
 import websockets
+from browser_support import needs_chromium
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
 from playwright.async_api import async_playwright
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = [
-    pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.chromium, needs_chromium]
 
 VIEWPORT = {"width": 800, "height": 600}
 TITLE = "bbrowse cdp page"

@@ -21,14 +21,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import psutil
 import pytest
+from browser_support import needs_chromium
 
 from bbrowse.service.errors import ServiceError
 from bbrowse.service.replay_view import ReplayTokens
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = [
     pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)"),
+    needs_chromium,
     pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (apt-get install ffmpeg)"),
 ]
 
