@@ -151,9 +151,18 @@ async def http(service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def sdk(service: ServiceHandle):
-    """The official Kernel Python SDK pointed at the local service."""
+    """The official Kernel Python SDK pointed at the local service; a client of its own for each test.
+
+    The SDK's `Stream` and its generator refer to each other, so a stream neither read to its end nor
+    closed is freed by the cyclic garbage collector, at any allocation, in any thread, and closing its
+    response takes its connection pool's lock. When that thread is inside the same pool, holding that
+    lock, it waits on itself forever (httpcore's sync pool; encode/httpcore#990, seen here once: a stream
+    left by one test hung a later test's call, and with it every test after it on that worker). The
+    tests close their streams; a client per test also keeps a stream one test forgets out of the next
+    test's pool.
+    """
     from kernel import Kernel
 
     client = Kernel(api_key=service.token, base_url=service.url, max_retries=0)

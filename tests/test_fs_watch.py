@@ -62,6 +62,7 @@ class EventReader:
         return seen
 
     def close(self) -> None:
+        """Close the stream (every test does, see conftest.sdk); the reading thread ends with it."""
         self.stream.close()
 
 
@@ -136,10 +137,12 @@ def test_the_stream_ends_when_the_watched_directory_goes(
     target.mkdir()
     watch = sdk.browsers.fs.watch.start(session_id, path=str(target))
     reader = EventReader(sdk, session_id, watch.watch_id)
-    _shell("rmdir doomed", tmp_path)
-    reader.until({("DELETE", str(target), True)})
-    assert reader.ended.wait(WAIT_SECONDS)
-    reader.close()
+    try:
+        _shell("rmdir doomed", tmp_path)
+        reader.until({("DELETE", str(target), True)})
+        assert reader.ended.wait(WAIT_SECONDS)
+    finally:
+        reader.close()
     sdk.browsers.fs.watch.stop(watch.watch_id, id_or_name=session_id)
 
 

@@ -122,7 +122,8 @@ async def test_no_follow_sends_every_existing_line_then_ends(
 def test_no_follow_through_the_official_sdk(sdk, session_id: str, tmp_path: Path) -> None:
     log = tmp_path / "sdk.log"
     log.write_text("".join(f"line {i}\n" for i in range(500)))
-    events = list(sdk.browsers.logs.stream(session_id, source="path", path=str(log), follow=False))
+    with sdk.browsers.logs.stream(session_id, source="path", path=str(log), follow=False) as stream:
+        events = list(stream)
     assert [e.message for e in events] == [f"line {i}" for i in range(500)]
     assert all(e.event == "log" and e.timestamp for e in events)
 
@@ -249,8 +250,9 @@ async def test_supervisor_bbrowse_streams_the_services_own_log(http: httpx.Async
 
 
 def test_supervisor_log_through_the_official_sdk(sdk, session_id: str) -> None:
-    events = list(sdk.browsers.logs.stream(session_id, source="supervisor", supervisor_process="bbrowse",
-                                           follow=False))
+    with sdk.browsers.logs.stream(session_id, source="supervisor", supervisor_process="bbrowse",
+                                  follow=False) as stream:
+        events = list(stream)
     assert any("bbrowse.access" in e.message for e in events)
 
 

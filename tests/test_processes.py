@@ -232,20 +232,20 @@ async def test_sdk_spawn_stdin_stream_status_and_kill(sdk, sid: str) -> None:
 
     def drive() -> tuple[bytes, int | None]:
         out, code = b"", None
-        events = sdk.browsers.process.stdout_stream(pid, id_or_name=sid)
-        written = sdk.browsers.process.stdin(pid, id_or_name=sid, data_b64=b64(b"via sdk\n"))
-        assert written.written_bytes == 8
-        for event in events:
-            if event.event == "exit":
-                code = event.exit_code
-                break
-            assert event.stream == "stdout"
-            out += base64.b64decode(event.data_b64)
-            if out.count(b"via sdk\r\n") == 2:
-                status = sdk.browsers.process.status(pid, id_or_name=sid)
-                assert status.state == "running" and status.mem_bytes and status.mem_bytes > 0
-                assert sdk.browsers.process.resize(pid, id_or_name=sid, cols=100, rows=30).ok
-                assert sdk.browsers.process.kill(pid, id_or_name=sid, signal="HUP").ok
+        with sdk.browsers.process.stdout_stream(pid, id_or_name=sid) as events:  # closed when left (see conftest.sdk)
+            written = sdk.browsers.process.stdin(pid, id_or_name=sid, data_b64=b64(b"via sdk\n"))
+            assert written.written_bytes == 8
+            for event in events:
+                if event.event == "exit":
+                    code = event.exit_code
+                    break
+                assert event.stream == "stdout"
+                out += base64.b64decode(event.data_b64)
+                if out.count(b"via sdk\r\n") == 2:
+                    status = sdk.browsers.process.status(pid, id_or_name=sid)
+                    assert status.state == "running" and status.mem_bytes and status.mem_bytes > 0
+                    assert sdk.browsers.process.resize(pid, id_or_name=sid, cols=100, rows=30).ok
+                    assert sdk.browsers.process.kill(pid, id_or_name=sid, signal="HUP").ok
         return out, code
 
     out, code = await asyncio.to_thread(drive)

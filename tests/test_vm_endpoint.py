@@ -133,23 +133,22 @@ def test_official_sdk_sends_process_fs_and_logs_calls_to_base_url(
     assert_went_to_the_vm(recorder.since(mark), browser, "/process/spawn")
 
     mark = len(recorder.sent)
-    stream = sdk.browsers.process.stdout_stream(spawned.process_id, id_or_name=sid)
-    assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdout/stream")
+    with sdk.browsers.process.stdout_stream(spawned.process_id, id_or_name=sid) as stream:  # see conftest.sdk
+        assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdout/stream")
 
-    mark = len(recorder.sent)
-    written = sdk.browsers.process.stdin(spawned.process_id, id_or_name=sid,
-                                         data_b64=base64.b64encode(b"through the vm\n").decode())
-    assert written.written_bytes == len(b"through the vm\n")
-    assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdin")
+        mark = len(recorder.sent)
+        written = sdk.browsers.process.stdin(spawned.process_id, id_or_name=sid,
+                                             data_b64=base64.b64encode(b"through the vm\n").decode())
+        assert written.written_bytes == len(b"through the vm\n")
+        assert_went_to_the_vm(recorder.since(mark), browser, f"/process/{spawned.process_id}/stdin")
 
-    output, exit_code = b"", None
-    for event in stream:
-        if event.data_b64:
-            output += base64.b64decode(event.data_b64)
-        if event.event == "exit":
-            exit_code = event.exit_code
-            break
-    stream.close()
+        output, exit_code = b"", None
+        for event in stream:
+            if event.data_b64:
+                output += base64.b64decode(event.data_b64)
+            if event.event == "exit":
+                exit_code = event.exit_code
+                break
     assert (output, exit_code) == (b"got:through the vm\n", 0)
 
     (tmp_path / "note.txt").write_bytes(b"first line\nsecond line\n")
@@ -164,8 +163,8 @@ def test_official_sdk_sends_process_fs_and_logs_calls_to_base_url(
     assert_went_to_the_vm(recorder.since(mark), browser, "/fs/list_files")
 
     mark = len(recorder.sent)
-    logs = sdk.browsers.logs.stream(sid, source="path", path=str(tmp_path / "note.txt"), follow=False)
-    lines = [event.message for event in logs]
+    with sdk.browsers.logs.stream(sid, source="path", path=str(tmp_path / "note.txt"), follow=False) as logs:
+        lines = [event.message for event in logs]
     assert lines == ["first line", "second line"]
     assert_went_to_the_vm(recorder.since(mark), browser, "/logs/stream")
 
