@@ -1,12 +1,13 @@
 """Keystroke round trip: one byte POSTed to a PTY's stdin until it comes back, as the shell sends keys.
 
 Runs a real `bbrowse serve` on loopback (as the tests do; default mode, then `--kernel-compat`), spawns
-`stty raw -echo; exec cat` in a PTY so one byte in is exactly one byte out, and times N round trips
-through bbrowse's client, every call through the session's VM endpoint (base_url + jwt): `stdin` in,
-output over `attach` (the shell's path), the byte as an attach frame both ways, and (default mode) the
+`stty raw -echo; exec cat` in a PTY so one byte in is exactly one byte out, and times N round trips through
+bbrowse's client, every call through the session's VM endpoint (base_url + jwt): `stdin` in (written to the
+client's `StdinWriter`, as the shell pane and `bbrowse shell` do), output over `attach` (the shell's path;
+also with the `stdin` call awaited directly), the byte as an attach frame both ways, and (default mode) the
 older `stdin` -> `stdout/stream`. Also a resize until the program's SIGWINCH handler answers, sent as an
-attach text frame and as the `resize` call: the shell sends resizes the faster way. The same echo
-through a local PTY read directly (no HTTP) is the baseline, measured in the same run.
+attach text frame and as the `resize` call: the shell sends resizes the faster way. The same echo through a
+local PTY read directly (no HTTP) is the baseline, measured in the same run.
 
     .venv/bin/python bench/bench_keystroke.py [--count 2000] [--mode default|compat|both]
 
@@ -98,11 +99,13 @@ async def http_round_trips(
     return samples
 
 
-async def attach_round_trips(client: BrowserClient, sid: str, count: int, *, via_stdin: bool) -> list[float]:
-    """Output over attach; the byte goes in as a binary frame, or (`via_stdin`) through the `stdin` call
-    as the shell pane and `bbrowse shell` send keys."""
+async def attach_round_trips(client: BrowserClient, sid: str, count: int, *, key_path: str) -> list[float]:
+    """Output over attach; the byte goes in by `key_path`: "writer", as the shell pane and `bbrowse shell`
+    send keys (written to the client's `StdinWriter`, which sends it with the `stdin` call); "call", the
+    `stdin` call awaited directly; "frame", a binary attach frame."""
     proc = await client.processes.spawn(sid, "sh", ["-c", RAW_CAT], allocate_tty=True)
     samples = []
+    writer = client.processes.stdin_writer(sid, proc.process_id)
     async with client.processes.attach(sid, proc.process_id) as term:
         assert term.direct, "attach did not go through the session's VM endpoint"
         output = aiter(term)
@@ -111,13 +114,16 @@ async def attach_round_trips(client: BrowserClient, sid: str, count: int, *, via
             seen += await asyncio.wait_for(anext(output), 10)
         for _ in range(count):
             started = time.perf_counter()
-            if via_stdin:
+            if key_path == "writer":
+                writer.write(b"x")
+            elif key_path == "call":
                 await client.processes.stdin(sid, proc.process_id, b"x")
             else:
                 await term.send(b"x")
             got = await asyncio.wait_for(anext(output), 10)
             samples.append(time.perf_counter() - started)
             assert got == b"x", got
+    await writer.aclose()
     await client.processes.kill(sid, proc.process_id, "KILL")
     return samples
 
@@ -168,10 +174,11 @@ async def run(url: str, token: str, count: int, mode: str) -> None:
     client = BrowserClient(url, token)
     sid = (await client.sessions.create(timeout_seconds=600)).session_id
     try:
-        await attach_round_trips(client, sid, 50, via_stdin=True)  # warm-up: connections, caches
+        await attach_round_trips(client, sid, 50, key_path="writer")  # warm-up: connections, caches
         posts: list[float] = []
-        shell_path = await attach_round_trips(client, sid, count, via_stdin=True)
-        ws = await attach_round_trips(client, sid, count, via_stdin=False)
+        shell_path = await attach_round_trips(client, sid, count, key_path="writer")
+        call = await attach_round_trips(client, sid, count, key_path="call")
+        ws = await attach_round_trips(client, sid, count, key_path="frame")
         http = await http_round_trips(client, sid, count, posts) if mode == "default" else None
         frames, calls = await resize_round_trips(client, sid, max(40, count // 10))
     finally:
@@ -180,7 +187,8 @@ async def run(url: str, token: str, count: int, mode: str) -> None:
     local = local_pty_round_trips(count)
     print(f"\n[{mode}] keystroke round trip, {count} bytes, one at a time (load average {os.getloadavg()[0]:.2f})")
     local_p50, local_p99 = report("local PTY (no HTTP) baseline", local)
-    path_p50, path_p99 = report("shell path: stdin -> attach (via VM)", shell_path)
+    path_p50, path_p99 = report("shell path: StdinWriter -> attach (VM)", shell_path)
+    report("  the stdin call awaited, no writer", call)
     report("attach frame echo (via VM)", ws)
     if http is not None:
         report("stdin -> stdout/stream (pre-attach path)", http)
