@@ -108,8 +108,9 @@ class AppInPty:
                 return
             if not chunk:
                 return
+            # the arrival first: `when` finds the bytes in `output` only once their arrival is recorded
+            self.arrivals.append((time.monotonic(), len(self.output) + len(chunk)))
             self.output += chunk
-            self.arrivals.append((time.monotonic(), len(self.output)))
 
     def wait_connected(self) -> int:
         """Wait (bounded) for the service to run and the app to show it; the service's pid."""
@@ -127,11 +128,17 @@ class AppInPty:
             time.sleep(0.05)
         raise AssertionError(bytes(self.output[-2000:]))
 
-    def when(self, needle: bytes, after: int) -> float | None:
-        """When `needle` arrived in the output past offset `after`."""
-        found = self.output.find(needle, after)
-        if found < 0:
-            return None
+    def when(self, needle: bytes, after: int, wait: float = 5.0) -> float | None:
+        """When `needle` arrived in the output past offset `after`; None if it has not within `wait` seconds.
+
+        The reading thread may not have taken the app's last bytes from the PTY yet when the app is seen
+        gone (seen once: the screen's restore was in the PTY, not yet in `output`), so this waits for them.
+        """
+        deadline = time.monotonic() + wait
+        while (found := self.output.find(needle, after)) < 0:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
         return next(at for at, length in self.arrivals if length >= found + len(needle))
 
     def close(self) -> None:
