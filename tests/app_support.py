@@ -8,6 +8,7 @@ from pathlib import Path
 
 from textual import events
 from textual.app import ComposeResult
+from textual.css.query import NoMatches
 from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -23,10 +24,17 @@ def make_app(service, **options) -> BbrowseApp:
 
 
 async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 15.0, what: str = "condition") -> None:
-    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time."""
+    """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time.
+
+    A widget the predicate asks for that is not there yet (`NoMatches`: made but not yet composed, say) is
+    a condition not met yet, as for a person looking at the screen; one that never comes still fails here.
+    """
     for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except NoMatches:
+            pass
         await pilot.pause(0.05)
     raise AssertionError(f"{what} not met within {timeout} s")
 
