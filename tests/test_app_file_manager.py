@@ -13,6 +13,7 @@ import stat
 import zipfile
 from pathlib import Path
 
+import pytest
 from app_support import PaneScreen, accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
 
 from bbrowse.tui.app import BbrowseApp
@@ -257,3 +258,24 @@ async def test_the_listing_follows_changes_made_on_the_instance(service, session
         (remote / "sub" / "inner.txt").rename(remote / "sub" / "moved.txt")
         await wait_for(pilot, lambda: "appeared.txt" not in labels(pane))
         await wait_for(pilot, lambda: sorted(labels(pane, remote / "sub")) == ["deep.txt", "moved.txt"])
+
+
+@pytest.mark.parametrize("gone", ["*", "RemoteFileTree", "#files-info"])
+async def test_a_reply_that_comes_while_the_pane_is_taken_apart_draws_nothing(
+    service, session_id, tmp_path, gone: str
+) -> None:
+    """At exit (or when the session screen closes) the pane can still be attached after some or all of its
+    children have gone; a file's details arriving then looked for the missing tree and failed the app."""
+    (tmp_path / "a.txt").write_text("x")
+    app = make_app(service)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = await open_at(pilot, app, session_id, tmp_path)
+        if gone == "*":
+            await pane.remove_children()
+        else:
+            await pane.query_one(gone).remove()
+        await pilot.pause()
+        for start in (pane._fetch_info, pane._go):  # each worker cancels the one before in its group: one at a time
+            for path in (tmp_path / "a.txt", tmp_path / "missing"):
+                await start(str(path)).wait()
+    # leaving the block raises a worker's failure, if any

@@ -159,6 +159,10 @@ class PromptInput(PathInput):
         self.action_cursor_right()  # at the end, takes the suggestion shown
 
 
+#: What the pane's workers draw into once a reply is in (see `FilesPane._in_place`).
+_DRAWN_INTO = ("RemoteFileTree", "FileViewer", "PathInput", "#files-info", "#files-goto-error")
+
+
 class FilesPane(SessionPane):
     BINDINGS = [
         Binding("g", "goto", "Go to path", id="files.goto"),
@@ -236,6 +240,12 @@ class FilesPane(SessionPane):
     def viewer(self) -> FileViewer:
         return self.query_one(FileViewer)
 
+    def _in_place(self) -> bool:
+        """Attached, with the children a reply is drawn into. When the app quits (or the session screen closes)
+        the pane is still attached for a moment after its children have gone, and a file's details arriving
+        then looked for the missing tree and failed the app (seen once in a full run)."""
+        return self.is_attached and all(self.query(part) for part in _DRAWN_INTO)
+
     def on_mount(self) -> None:
         self._start_at_working_directory()
 
@@ -268,7 +278,9 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-nav")
     async def _start_at_working_directory(self) -> None:
-        self.file_tree.set_root(await self._working_directory() or "/")
+        directory = await self._working_directory()
+        if self._in_place():
+            self.file_tree.set_root(directory or "/")
 
     def action_home(self) -> None:
         self._start_at_working_directory()
@@ -304,11 +316,16 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-nav")
     async def _go(self, path: str) -> None:
-        error_box = self.query_one("#files-goto-error", Static)
+        info: FileInfo | ClientError
         try:
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
-            error_box.update(Text(str(error)))
+            info = error
+        if not self._in_place():
+            return
+        if isinstance(info, ClientError):
+            error_box = self.query_one("#files-goto-error", Static)
+            error_box.update(Text(str(info)))
             error_box.add_class("shown")
             return
         self._close_goto()
@@ -331,10 +348,15 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-info")
     async def _fetch_info(self, path: str) -> None:
+        info: FileInfo | ClientError
         try:
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
-            self.query_one("#files-info", Static).update(Text(f"{path}\n{error}", style="red"))
+            info = error
+        if not self._in_place():
+            return
+        if isinstance(info, ClientError):
+            self.query_one("#files-info", Static).update(Text(f"{path}\n{info}", style="red"))
             return
         node = self.file_tree.cursor_node
         if node is not None and node.data is not None and node.data.path == path:
