@@ -6,7 +6,7 @@ import shutil
 
 import httpx
 import pytest
-from app_support import accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
+from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
 
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.replays import ReplaysPane
@@ -63,3 +63,21 @@ async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.A
             assert not list(downloads.glob("*.part"))
     finally:
         await http.delete(f"/browsers/{browser.session_id}")
+
+
+@pytest.mark.parametrize("gone", ["*", "DataTable", "#replays-hint"])
+async def test_a_listing_that_comes_while_the_pane_is_taken_apart_draws_nothing(service, session_id, gone) -> None:
+    """The pane refreshes on a timer; at exit the pane can still be attached after some or all of its children
+    have gone, and a listing arriving then must not look for them (a worker's failure fails the app)."""
+    app = make_app(service)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = ReplaysPane(session_id)
+        await app.push_screen(PaneScreen(pane, "Replays", "replays"))
+        await wait_for(pilot, lambda: "No recordings yet" in str(pane.query_one("#replays-hint").render()))
+        if gone == "*":
+            await pane.remove_children()
+        else:
+            await pane.query_one(gone).remove()
+        await pilot.pause()
+        await pane.refresh_replays().wait()
+    # leaving the block raises a worker's failure, if any

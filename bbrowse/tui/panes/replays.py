@@ -71,7 +71,11 @@ class ReplaysPane(SessionPane):
             yield ProgressBar(id="replays-progress-bar", show_eta=False)
 
     def on_resize(self) -> None:
-        self.call_after_refresh(lambda: fit_columns(self.query_one(DataTable), FITS))
+        self.call_after_refresh(self._fit_columns)
+
+    def _fit_columns(self) -> None:
+        for table in self.query(DataTable):  # none when the pane is being taken apart (children go first)
+            fit_columns(table, FITS)
 
     def focus_default(self) -> None:
         """Called when the tab is shown: the table takes the keyboard so r/s/c work at once."""
@@ -92,6 +96,8 @@ class ReplaysPane(SessionPane):
             services(self).report_error(error, "Could not list replays")
             return
         self._replays = {r.replay_id: r for r in replays}
+        if not self.is_attached or not (self.query(DataTable) and self.query("#replays-hint")):
+            return  # taken apart meanwhile: at exit the pane is still attached for a moment after its children
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         fit_columns(table, FITS)
