@@ -57,10 +57,10 @@ async def sweep_at_start() -> None:
     await asyncio.to_thread(sweep)
 
 
-def sweep(parent: str | None = None, *, now: float | None = None) -> int:
+def sweep(parent: str | None = None) -> int:
     """Remove the directories left in `parent` by services that are gone; how many were removed."""
     parent = parent or chromium_tmpdir_parent()
-    now = time.time() if now is None else now
+    now = time.time()
     removed = 0
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(CHROMIUM_TMPDIR_PREFIX)]

@@ -159,11 +159,8 @@ class PromptInput(PathInput):
         self.action_cursor_right()  # at the end, takes the suggestion shown
 
 
-#: What the pane's workers draw into once a reply is in (see `FilesPane._in_place`).
-_DRAWN_INTO = ("RemoteFileTree", "FileViewer", "PathInput", "#files-info", "#files-goto-error")
-
-
 class FilesPane(SessionPane):
+    DRAWN_INTO = ("RemoteFileTree", "FileViewer", "PathInput", "#files-info", "#files-goto-error")
     BINDINGS = [
         Binding("g", "goto", "Go to path", id="files.goto"),
         Binding("tilde", "home", "Work dir", id="files.home"),
@@ -240,12 +237,6 @@ class FilesPane(SessionPane):
     def viewer(self) -> FileViewer:
         return self.query_one(FileViewer)
 
-    def _in_place(self) -> bool:
-        """Attached, with the children a reply is drawn into. When the app quits (or the session screen closes)
-        the pane is still attached for a moment after its children have gone, and a file's details arriving
-        then looked for the missing tree and failed the app (seen once in a full run)."""
-        return self.is_attached and all(self.query(part) for part in _DRAWN_INTO)
-
     def on_mount(self) -> None:
         self._start_at_working_directory()
 
@@ -279,7 +270,7 @@ class FilesPane(SessionPane):
     @work(exclusive=True, group="files-nav")
     async def _start_at_working_directory(self) -> None:
         directory = await self._working_directory()
-        if self._in_place():
+        if self.in_place():
             self.file_tree.set_root(directory or "/")
 
     def action_home(self) -> None:
@@ -321,7 +312,7 @@ class FilesPane(SessionPane):
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             info = error
-        if not self._in_place():
+        if not self.in_place():
             return
         if isinstance(info, ClientError):
             error_box = self.query_one("#files-goto-error", Static)
@@ -353,7 +344,7 @@ class FilesPane(SessionPane):
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             info = error
-        if not self._in_place():
+        if not self.in_place():
             return
         if isinstance(info, ClientError):
             self.query_one("#files-info", Static).update(Text(f"{path}\n{info}", style="red"))

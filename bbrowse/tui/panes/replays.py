@@ -43,6 +43,7 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
 
 
 class ReplaysPane(SessionPane):
+    DRAWN_INTO = (DataTable, "#replays-hint")
     BINDINGS = [
         Binding("r", "toggle_recording", "Record / stop", id="replays.toggle"),
         Binding("s", "download", "Download", id="replays.download"),
@@ -96,8 +97,8 @@ class ReplaysPane(SessionPane):
             services(self).report_error(error, "Could not list replays")
             return
         self._replays = {r.replay_id: r for r in replays}
-        if not self.is_attached or not (self.query(DataTable) and self.query("#replays-hint")):
-            return  # taken apart meanwhile: at exit the pane is still attached for a moment after its children
+        if not self.in_place():
+            return
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         fit_columns(table, FITS)

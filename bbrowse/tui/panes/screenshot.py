@@ -90,6 +90,7 @@ class RegionInput(Input):
 
 
 class ScreenshotPane(SessionPane, can_focus=True):
+    DRAWN_INTO = ("#shot-error", ImageView)
     BINDINGS = [
         Binding("space", "capture", "Capture", id="screenshot.capture"),
         Binding("c", "capture", "Capture", show=False, id="screenshot.capture_c"),
@@ -220,7 +221,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         except BaseException:
             where.cancel()  # cancelled (live view stopped): the mouse question goes too
             raise
-        if not self._in_place():  # the pane went away meanwhile (the session screen closed, the app quit)
+        if not self.in_place():  # the pane went away meanwhile (the session screen closed, the app quit)
             where.cancel()
             return False
         if failure is not None:
@@ -228,12 +229,12 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self._failed(failure, prefix)
             return False
         self.mouse = await where
-        if not self._in_place():
+        if not self.in_place():
             return False
         self.show_png(png, image=image)
         if self.view.changed_rows != 0:  # nothing changed on screen: nothing to wait for
             await self._drawn()
-            if not self._in_place():
+            if not self.in_place():
                 return False
         self.frames += 1
         self.frame_times.append(time.monotonic())
@@ -257,7 +258,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def show_png(self, png: bytes, *, image: PILImage.Image | None = None, captured_at: datetime | None = None) -> None:
         """Draw a captured PNG (decoding it here when `image` is not given) and clear any shown error."""
-        if not self._in_place():
+        if not self.in_place():
             return
         self.png = png
         self.image = image if image is not None else decode_image(png)
@@ -269,12 +270,6 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
         self.view.show(self.image, self._local_mouse())
         self._update_status()
-
-    def _in_place(self) -> bool:
-        """Attached, with the children it draws into. When the app quits (or the session screen closes) the pane
-        is still attached for a moment after some of its children have gone, and a capture ending then drew into
-        a missing one and failed the live loop (the failure box, then the picture, once each in full runs)."""
-        return self.is_attached and bool(self.query("#shot-error")) and bool(self.query(ImageView))
 
     def _local_mouse(self) -> tuple[int, int] | None:
         """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
@@ -296,7 +291,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self._last_failure = error
         text = prefix + describe_error(error)
         self.error = text
-        if not self._in_place():
+        if not self.in_place():
             return
         box = self.query_one("#shot-error", Static)
         box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
@@ -323,7 +318,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
                 ok = await self._capture_once()
             finally:
                 self.capturing = False
-            if not self._in_place():
+            if not self.in_place():
                 return  # the pane is being taken apart: its loop ends with it
             if not ok and self.session_gone:
                 self._set_live(False)  # the session was deleted: nothing will ever come back
@@ -468,7 +463,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
     # status -------------------------------------------------------------------
 
     def _update_status(self) -> None:
-        if not self._in_place():
+        if not self.in_place():
             return
         status = Text()
         if self.live:
