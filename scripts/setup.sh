@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything bbrowse needs on a fresh machine: system packages (Chromium, ffmpeg, tmux, Xvfb, xdotool, xclip,
-# when missing and running as root), a virtualenv in .venv, and bbrowse with its dev extras.
+# bubblewrap, when missing and running as root), a virtualenv in .venv, and bbrowse with its dev extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,8 @@ command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 # Computer controls on a headful session's display: input (xdotool) and its clipboard (xclip).
 command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 command -v xclip >/dev/null 2>&1 || need+=(xclip)
+# Each session of `bbrowse serve` is a sandbox made by bubblewrap (without it sessions run on the host).
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}"
