@@ -28,7 +28,10 @@ from bbrowse.service.config import ServiceConfig
 from bbrowse.service.errors import ServiceError, error_body
 from bbrowse.service.openapi import service_openapi
 from bbrowse.service.routes import browser, computer, files, fs_watch, fs_write, logs, processes, screenshot, sessions
+from bbrowse.service.routes import telemetry as telemetry_routes
 from bbrowse.service.state import build_state, service_state
+from bbrowse.service.telemetry import TelemetryManager
+from bbrowse.service.telemetry_http import TelemetryMiddleware
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
 from bbrowse.service.worker_threads import start_worker_threads
 from bbrowse.wire import ErrorDetail, VmError
@@ -47,6 +50,9 @@ AREAS = (sessions, processes, files, fs_write, fs_watch, logs, screenshot, brows
 
 def create_app(config: ServiceConfig) -> FastAPI:
     state = build_state(config)
+    telemetry = TelemetryManager(state.sessions)  # before the startup hooks: restored sessions record too
+    telemetry.install()
+    state.shutdown.append(telemetry.stop)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -77,9 +83,14 @@ def create_app(config: ServiceConfig) -> FastAPI:
         app.include_router(area.router)
         if is_vm_served(area.router):
             app.include_router(mirror(area.router))
+    app.state.telemetry = telemetry
+    app.include_router(telemetry_routes.router)
+    app.include_router(telemetry_routes.stream_router)
+    app.include_router(mirror(telemetry_routes.stream_router))
     # The errors the service really answers, and the bearer scheme (FastAPI's documented way to replace the schema).
     app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
     _install_error_handlers(app)
+    app.add_middleware(TelemetryMiddleware, telemetry=telemetry)
     app.add_middleware(BearerAuthMiddleware, token=config.token, vm_tokens=state.vm_tokens)
     app.add_middleware(AccessLogMiddleware)
     return app

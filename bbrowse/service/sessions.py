@@ -37,6 +37,7 @@ from typing import Any
 
 from bbrowse.service.errors import conflict, not_found, session_gone
 from bbrowse.wire import Browser, BrowserCreateRequest, BrowserViewport, SessionStatusFilter
+from bbrowse.wire.telemetry import config_for, resolve_on_create
 
 log = logging.getLogger("bbrowse.sessions")
 
@@ -75,6 +76,9 @@ class Session:
     deleted_at: datetime | None = None
     last_activity: float = field(default_factory=time.monotonic)
     streams_open: int = 0
+    #: Kernel's rule (--kernel-compat): only CDP, live view and computer-controls calls are activity;
+    #: shells, process streams, logs and files are not, and a plain request does not reset the clock.
+    kernel_activity: bool = False
     #: Per-session state other modules hang on the session, by key ("processes", "browser", ...).
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -94,8 +98,14 @@ class Session:
         self.last_activity = time.monotonic()
 
     @contextlib.contextmanager
-    def in_use(self) -> Iterator[None]:
-        """Hold the session open while a stream (SSE, attach) is connected: that is activity too."""
+    def in_use(self, control: bool = False) -> Iterator[None]:
+        """Hold the session open while a stream (SSE, attach) is connected: that is activity too.
+
+        `control`: a CDP client or a computer-controls call, the only activity under Kernel's rule.
+        """
+        if self.kernel_activity and not control:
+            yield
+            return
         self.streams_open += 1
         try:
             yield
@@ -143,6 +153,7 @@ class Session:
             tags=self.request.tags,
             browser_live_view_url=self.browser_live_view_url,
             deleted_at=self.deleted_at,
+            telemetry=config_for(categories) if (categories := resolve_on_create(self.request.telemetry)) else None,
         )
 
 
@@ -184,8 +195,9 @@ def _session_from_record(record: dict, base: Path) -> Session:
 
 
 class SessionManager:
-    def __init__(self, root: Path, service_log: Path) -> None:
+    def __init__(self, root: Path, service_log: Path, kernel_activity: bool = False) -> None:
         self.root = root
+        self.kernel_activity = kernel_activity
         self.service_log = service_log
         self._sessions: dict[str, Session] = {}
         self._by_name: dict[str, str] = {}
@@ -213,7 +225,7 @@ class SessionManager:
         if not session.active and not include_deleted:
             ended = f"{session.deleted_at:%Y-%m-%dT%H:%M:%SZ}"
             raise session_gone(f"browser session {session.session_id} ended at {ended}")
-        if session.active:
+        if session.active and not session.kernel_activity:
             session.touch()
         return session
 
@@ -244,6 +256,7 @@ class SessionManager:
                 created_at=utcnow(),
                 workdir=base / "work",
                 logdir=base / "logs",
+                kernel_activity=self.kernel_activity,
             )
             session.workdir.mkdir(parents=True, exist_ok=True)
             session.logdir.mkdir(parents=True, exist_ok=True)
@@ -301,6 +314,7 @@ class SessionManager:
                 continue
             if not session.active or session.session_id in self._sessions:
                 continue
+            session.kernel_activity = self.kernel_activity
             if session.name and self._name_taken(session.name):
                 log.warning("session %s not restored: its name %r is taken", session.session_id, session.name)
                 continue

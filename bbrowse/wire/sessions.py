@@ -8,6 +8,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from bbrowse.wire.base import STRICT
+from bbrowse.wire.telemetry import TelemetryConfig, TelemetryRequest
 
 
 class BrowserViewport(BaseModel):
@@ -30,6 +31,7 @@ class BrowserCreateRequest(BaseModel):
     viewport: BrowserViewport | None = None
     tags: dict[str, str] | None = None
     stealth: bool = False
+    telemetry: TelemetryRequest | None = None
 
 
 class Browser(BaseModel):
@@ -48,6 +50,7 @@ class Browser(BaseModel):
     browser_live_view_url: str | None = None
     deleted_at: datetime | None = None
     base_url: str | None = None
+    telemetry: TelemetryConfig | None = None
 
 
 class SessionStatusFilter(StrEnum):

@@ -1,0 +1,124 @@
+"""Control and connection telemetry, seen from the HTTP side: an ASGI middleware around the app.
+
+- every call made on a session (`/browsers/{id}/...` or its VM endpoint `/vm/{id}/...`) records a `control`
+  `api_call` once answered: the operation (the handler, named as Kernel's in-VM API names its handlers,
+  e.g. `ExecProcess`), status, duration and a request id. Telemetry's own reads are not calls on the browser.
+- each CDP WebSocket (`/vm/{id}/cdp`) records `connection` `cdp_connect` when accepted and `cdp_disconnect`
+  when it ends (duration, messages relayed, why).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bbrowse.service.telemetry import TelemetryManager
+from bbrowse.service.vm_token import VM_PREFIX
+
+_PREFIXES = ("/browsers/", VM_PREFIX + "/")
+#: Handlers that are not calls on the browser (telemetry's own reads).
+_NOT_CALLS = frozenset({"telemetry_events", "telemetry_stream"})
+
+
+def session_of(path: str) -> tuple[str, str] | None:
+    """(id or name, the rest) of a session-scoped path; None for other paths."""
+    for prefix in _PREFIXES:
+        if path.startswith(prefix):
+            sid, _, rest = path[len(prefix):].partition("/")
+            return (sid, rest) if sid else None
+    return None
+
+
+def operation_name(endpoint: Any, rest: str) -> str:
+    """`exec` under `process/...` -> `ProcessExec` (the area first, as Kernel names its handlers)."""
+    words = (getattr(endpoint, "__name__", "") or "unknown").split("_")
+    area = rest.split("/", 1)[0].rstrip("s")
+    if area and area not in words and f"{area}s" not in words:
+        words.insert(0, area)
+    return "".join(word.capitalize() for word in words)
+
+
+class TelemetryMiddleware:
+    def __init__(self, app: ASGIApp, telemetry: TelemetryManager) -> None:
+        self.app = app
+        self.telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = session_of(scope.get("path", "")) if scope["type"] in ("http", "websocket") else None
+        if target is None or not target[1] or self.telemetry.live_log(target[0]) is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            if target[1] == "cdp":
+                await self._cdp(scope, receive, send, target[0])
+            else:
+                await self.app(scope, receive, send)
+            return
+        await self._call(scope, receive, send, target[0], target[1])
+
+    async def _call(self, scope: Scope, receive: Receive, send: Send, sid: str, rest: str) -> None:
+        started = time.perf_counter()
+        status = 0
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            endpoint = scope.get("endpoint")
+            name = getattr(endpoint, "__name__", "")
+            telemetry = self.telemetry.live_log(sid)
+            if telemetry is not None and name not in _NOT_CALLS and telemetry.wants("control"):
+                telemetry.add("control", "api_call", {
+                    "operation_id": operation_name(endpoint, rest),
+                    "status": status or 500,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                    "request_id": secrets.token_hex(8),
+                    "method": scope.get("method"), "path": scope.get("path"),
+                }, kind="kernel_api")
+
+    async def _cdp(self, scope: Scope, receive: Receive, send: Send, sid: str) -> None:
+        started = time.monotonic()
+        connection_id = secrets.token_hex(8)
+        accepted = False
+        messages = 0
+        reason = "context_cancelled"
+
+        async def counting_receive() -> Message:
+            nonlocal messages, reason
+            message = await receive()
+            if message["type"] == "websocket.receive":
+                messages += 1
+            elif message["type"] == "websocket.disconnect":
+                reason = "client_close"
+            return message
+
+        async def counting_send(message: Message) -> None:
+            nonlocal messages, accepted, reason
+            if message["type"] == "websocket.accept" and not accepted:
+                accepted = True
+                telemetry = self.telemetry.live_log(sid)
+                if telemetry is not None:
+                    telemetry.add("connection", "cdp_connect", {"connection_id": connection_id}, kind="kernel_api")
+            elif message["type"] == "websocket.send":
+                messages += 1
+            elif message["type"] == "websocket.close" and reason != "client_close":
+                reason = "upstream_error" if message.get("code") == 1011 else "context_cancelled"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, counting_send)
+        finally:
+            telemetry = self.telemetry.live_log(sid)
+            if accepted and telemetry is not None:
+                telemetry.add("connection", "cdp_disconnect", {
+                    "connection_id": connection_id, "reason": reason, "message_count": messages,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 3),
+                }, kind="kernel_api")
