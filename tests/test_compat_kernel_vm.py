@@ -80,8 +80,20 @@ async def default(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
         yield vm
 
 
+async def status(vm: Vm, process_id: str) -> httpx.Response:
+    return await vm.http.get(f"/process/{process_id}/status")
+
+
+async def wait_exited(vm: Vm, process_id: str) -> dict:
+    """The process's status once it says exited (Kernel's streams may never say so: the status does)."""
+    async with asyncio.timeout(TIMEOUT):
+        while (body := (await status(vm, process_id)).json()).get("state") != "exited":
+            await asyncio.sleep(0.05)
+    return body
+
+
 async def read_attach(ws: ClientConnection) -> tuple[bytes, dict | None]:
-    """Output and exit frame of an attach, until the service closes it."""
+    """Output and exit frame of an attach, until the service closes it (the default service does)."""
     output, exit_frame = b"", None
     async with asyncio.timeout(TIMEOUT):
         try:
@@ -96,22 +108,53 @@ async def read_attach(ws: ClientConnection) -> tuple[bytes, dict | None]:
     return output, exit_frame
 
 
-async def status(vm: Vm, process_id: str) -> httpx.Response:
-    return await vm.http.get(f"/process/{process_id}/status")
+async def read_until(ws: ClientConnection, marker: bytes) -> bytes:
+    seen = b""
+    async with asyncio.timeout(TIMEOUT):
+        while marker not in seen:
+            frame = await ws.recv()
+            assert isinstance(frame, bytes), frame
+            seen += frame
+    return seen
+
+
+async def assert_left_open(ws: ClientConnection, seconds: float = 0.5) -> None:
+    """No exit frame, no close: the socket stays open (Kernel's VM after an exit; output on its way may land)."""
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(seconds):
+            while isinstance(frame := await ws.recv(), bytes):
+                pass
+            pytest.fail(f"the service sent {frame!r} after the exit")
+
+
+async def end_by_client_frame(ws: ClientConnection) -> None:
+    """Our frame wakes the VM's socket reader; only then does it close, with 1000."""
+    await ws.send(b"\n")
+    async with asyncio.timeout(TIMEOUT):
+        with pytest.raises(ConnectionClosed):
+            while True:
+                frame = await ws.recv()
+                assert isinstance(frame, bytes), f"an exit frame after all: {frame!r}"
+    assert ws.close_code == 1000
 
 
 # PTY output ----------------------------------------------------------------------------------------
 
 
 async def test_pty_output_goes_only_to_attach_never_to_stdout_stream(compat: Vm, default: Vm) -> None:
-    """While a client is attached and sees the output, `stdout/stream` sends nothing but the exit event."""
-    script = "read word; echo marker-$word; exit 3"
+    """While a client is attached and sees the output, `stdout/stream` sends nothing but the exit event.
+
+    The stream is open (waiting) long before the exit: Kernel hands the exit event to a waiting reader.
+    """
+    script = "read word; echo marker-$word; sleep 1; exit 3"
     pid = await compat.spawn("sh", "-c", script, allocate_tty=True)
     stream = asyncio.create_task(compat.stdout_events(pid))
     async with compat.attach(pid) as ws:
         await ws.send(b"go\n")
-        output, exit_frame = await read_attach(ws)
-    assert b"marker-go" in output and exit_frame == {"type": "exit", "exitCode": 3}
+        await read_until(ws, b"marker-go")
+        assert (await wait_exited(compat, pid))["exit_code"] == 3
+        await assert_left_open(ws, 0.2)
+        await end_by_client_frame(ws)
     assert await stream == [{"event": "exit", "exit_code": 3}]
 
     # the default service also streams a PTY's output as stdout chunks
@@ -127,41 +170,54 @@ async def test_pty_output_goes_only_to_attach_never_to_stdout_stream(compat: Vm,
 async def test_the_pty_is_read_only_while_a_client_is_attached(compat: Vm) -> None:
     """A program writing more than the PTY holds waits until a client attaches; then every byte arrives."""
     size = 1_000_000
-    pid = await compat.spawn("sh", "-c", f"head -c {size} /dev/zero | tr '\\0' x; echo; echo END", allocate_tty=True)
+    pid = await compat.spawn("sh", "-c", f"head -c {size} /dev/zero | tr '\\0' x; echo; echo END; read q",
+                             allocate_tty=True)
     watched_until = time.monotonic() + 1.5
     while time.monotonic() < watched_until:  # nobody reads its PTY: it cannot finish (the default reads it in ms)
         assert (await status(compat, pid)).json()["state"] == "running"
         await asyncio.sleep(0.1)
     async with compat.attach(pid) as ws:
-        output, exit_frame = await read_attach(ws)
-    assert output.count(b"x") == size and b"END" in output
-    assert exit_frame == {"type": "exit", "exitCode": 0}
+        output = await read_until(ws, b"END")
+        await ws.send(b"q\n")
+        await wait_exited(compat, pid)
+        await end_by_client_frame(ws)
+    assert output.count(b"x") == size
 
 
 async def test_output_left_when_a_process_exits_unattached_is_gone(compat: Vm, default: Vm) -> None:
-    """No backlog: an attach after the exit gets the exit frame alone (the default sends the last output first)."""
-    for vm, kept in ((compat, False), (default, True)):
-        pid = await vm.spawn("sh", "-c", "echo said-before-anyone-came", allocate_tty=True)
-        assert (await vm.stdout_events(pid))[-1] == {"event": "exit", "exit_code": 0}  # waits for the exit
-        async with vm.attach(pid) as ws:
-            output, exit_frame = await read_attach(ws)
-        assert exit_frame == {"type": "exit", "exitCode": 0}
-        assert (b"said-before-anyone-came" in output) is kept, (vm.base_url, output)
+    """No backlog: an attach after the exit gets nothing at all (the default sends the last output first)."""
+    pid = await default.spawn("sh", "-c", "echo said-before-anyone-came", allocate_tty=True)
+    await wait_exited(default, pid)
+    async with default.attach(pid) as ws:
+        output, exit_frame = await read_attach(ws)
+    assert exit_frame == {"type": "exit", "exitCode": 0} and b"said-before-anyone-came" in output
+
+    pid = await compat.spawn("sh", "-c", "echo said-before-anyone-came", allocate_tty=True)
+    await wait_exited(compat, pid)
+    async with compat.attach(pid) as ws:
+        await assert_left_open(ws)
+        await end_by_client_frame(ws)
 
 
 # attach ---------------------------------------------------------------------------------------------
 
 
-async def test_exit_frame_is_camel_case_then_close_1000(compat: Vm) -> None:
+async def test_end_of_attach_no_exit_frame_no_close_until_the_client_acts(compat: Vm) -> None:
+    """After the exit the VM sends no exit frame and never closes on its own (`process.go` 774-792, 881-888);
+    a frame from the client, or its close, ends the attach. Output still in the PTY at the exit is lost."""
     pid = await compat.spawn("sh", "-c", "read line; exit 7", allocate_tty=True)
     async with compat.attach(pid) as ws:
         await ws.send(b"\n")
+        assert (await wait_exited(compat, pid))["exit_code"] == 7
+        await assert_left_open(ws, 1.0)
+        await end_by_client_frame(ws)
+    # the client closing ends it too: the close handshake completes with the client's code
+    pid = await compat.spawn("sh", "-c", "exit 0", allocate_tty=True)
+    await wait_exited(compat, pid)
+    async with compat.attach(pid) as ws:
+        await assert_left_open(ws, 0.2)
         async with asyncio.timeout(TIMEOUT):
-            while isinstance(frame := await ws.recv(), bytes):
-                pass
-            assert json.loads(frame) == {"type": "exit", "exitCode": 7}
-            with pytest.raises(ConnectionClosed):
-                await ws.recv()
+            await ws.close(code=1000)
     assert ws.close_code == 1000
 
 
@@ -172,19 +228,24 @@ async def refused(url: str, headers: dict | None = None) -> tuple[int, dict]:
     return caught.value.response.status_code, json.loads(caught.value.response.body)
 
 
-async def test_one_attach_at_a_time_the_second_is_409_type_error(compat: Vm) -> None:
+async def test_one_attach_at_a_time_the_second_is_409_at_once(compat: Vm) -> None:
+    """409 at once, even after the program has exited: the first handler holds the flag until its client acts."""
     pid = await compat.spawn("cat", allocate_tty=True)
     async with compat.attach(pid) as first:
+        started = time.monotonic()
         code, body = await refused(compat.attach_url(pid))
-        assert code == 409 and AttachError.model_validate(body).type == "error" and set(body) == {"type", "message"}
+        assert code == 409 and body == {"type": "error", "message": "process already has an active attach session"}
+        assert time.monotonic() - started < 0.5  # no grace wait (the default waits up to 1 s)
         await first.send(b"still mine\n")
-        async with asyncio.timeout(TIMEOUT):
-            seen = b""
-            while b"still mine" not in seen:
-                seen += await first.recv()
-    async with compat.attach(pid):  # free again once the first has gone
-        pass
-    await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
+        await read_until(first, b"still mine")
+        await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
+        await wait_exited(compat, pid)
+        started = time.monotonic()
+        code, _ = await refused(compat.attach_url(pid))  # exited, but the first attach is still open
+        assert code == 409 and time.monotonic() - started < 0.5
+        await end_by_client_frame(first)
+    async with compat.attach(pid) as again:  # free once the first handler has ended
+        await end_by_client_frame(again)
 
 
 async def test_attach_refusals_before_the_upgrade_are_type_error_json(
@@ -196,7 +257,7 @@ async def test_attach_refusals_before_the_upgrade_are_type_error_json(
     control = compat_service.url.replace("http://", "ws://", 1) + f"/browsers/{compat.sid}/process"
     for url, headers in ((compat.attach_url(unknown), None), (f"{control}/{unknown}/attach", compat_service.headers)):
         code, body = await refused(url, headers)
-        assert code == 404 and set(body) == {"type", "message"} and body["type"] == "error", body
+        assert (code, body) == (404, {"type": "error", "message": "process not found"}), body
     for url, headers in ((compat.attach_url(pipe), None), (f"{control}/{pipe}/attach", compat_service.headers)):
         code, body = await refused(url, headers)
         assert (code, body) == (400, {"type": "error", "message": "process is not PTY-backed"})
@@ -209,7 +270,7 @@ async def test_attach_refusals_before_the_upgrade_are_type_error_json(
 async def test_exited_processes_are_forgotten_after_10_seconds(compat: Vm, default: Vm) -> None:
     """10 s after the exit the process is a 404; the default keeps it queryable for a minute."""
     mine, theirs = await compat.spawn("true"), await default.spawn("true")
-    assert (await compat.stdout_events(mine))[-1]["event"] == "exit"
+    await wait_exited(compat, mine)
     exited = time.monotonic()
     assert (await status(compat, mine)).json() == {"state": "exited", "exit_code": 0, "cpu_pct": 0.0}
     deadline = exited + 25
@@ -225,16 +286,20 @@ async def test_exited_processes_are_forgotten_after_10_seconds(compat: Vm, defau
 async def test_a_process_ended_by_a_signal_reports_minus_one(compat: Vm, default: Vm) -> None:
     """As Go's `WaitStatus.ExitStatus()` reports it: -1, in the stream, the status and the exit frame."""
     for vm, expected in ((compat, -1), (default, 143)):
-        pid = await vm.spawn("sleep", "30")
-        events = asyncio.create_task(vm.stdout_events(pid))
-        assert (await vm.http.post(f"/process/{pid}/kill", json={"signal": "TERM"})).status_code == 200
-        assert (await events)[-1] == {"event": "exit", "exit_code": expected}
+        pid = await vm.spawn("sh", "-c", "echo up; exec sleep 30")
+        async with asyncio.timeout(TIMEOUT), vm.http.stream("GET", f"/process/{pid}/stdout/stream") as r:
+            lines = r.aiter_lines()
+            while not (await anext(lines)).startswith("data: "):  # "up": this reader is in place
+                pass
+            assert (await vm.http.post(f"/process/{pid}/kill", json={"signal": "TERM"})).status_code == 200
+            events = [json.loads(line[6:]) async for line in lines if line.startswith("data: ")]
+        assert events == [{"event": "exit", "exit_code": expected}]
         assert (await status(vm, pid)).json()["exit_code"] == expected
-    pid = await compat.spawn("sleep", "30", allocate_tty=True)
-    async with compat.attach(pid) as ws:
-        await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
+    pid = await default.spawn("sleep", "30", allocate_tty=True)
+    async with default.attach(pid) as ws:
+        await default.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})
         _, exit_frame = await read_attach(ws)
-    assert exit_frame == {"type": "exit", "exitCode": -1}
+    assert exit_frame == {"type": "exit", "exitCode": 137}
 
 
 # errors and logs ------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ async def cdp_websocket(websocket: WebSocket, session_id: str) -> None:
         return
     try:
         await websocket.accept()
-        with session.in_use():
+        with session.in_use(control=True), state.websockets.track(session.session_id, websocket):
             await client.run(websocket)
     finally:
         client.close()

@@ -135,7 +135,7 @@ class ComputerManager:
         """Check one action, then run it."""
         self.check(session, body, "")
         state = self._input(session)
-        with session.in_use():  # a long drag or typing is activity: the session does not time out under it
+        with session.in_use(control=True):  # a long drag or typing is activity: the session does not time out under it
             async with state.lock:
                 backend = await self._backend(session, state)
                 await self._run(backend, body)
@@ -145,7 +145,7 @@ class ComputerManager:
         for index, action in enumerate(request.actions):
             self.check(session, action.body(), f"actions.{index}.{action.type}.")
         state = self._input(session)
-        with session.in_use():
+        with session.in_use(control=True):
             async with state.lock:
                 backend = await self._backend(session, state)
                 for index, action in enumerate(request.actions):

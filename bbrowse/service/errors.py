@@ -69,6 +69,10 @@ def conflict(message: str) -> ServiceError:
     return ServiceError(409, InstanceProxyErrorCode.CONFLICT, message)
 
 
+def internal_error(message: str) -> ServiceError:
+    return ServiceError(500, "internal_error", message)
+
+
 def forbidden(message: str) -> ServiceError:
     return ServiceError(403, InstanceProxyErrorCode.FORBIDDEN, message)
 

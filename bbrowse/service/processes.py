@@ -40,7 +40,8 @@ from datetime import UTC, datetime
 
 import psutil
 
-from bbrowse.service.errors import ServiceError, bad_request, not_found
+from bbrowse.service.errors import ServiceError, bad_request, internal_error, not_found
+from bbrowse.service.process_channel import GO_READ_BYTES, SharedChannel
 from bbrowse.service.process_launch import Child, launch, set_winsize
 from bbrowse.service.process_output import MAX_LAG_BYTES, STDERR, STDOUT, OutputLog
 from bbrowse.service.sessions import Session
@@ -91,6 +92,11 @@ class ProcessPolicy:
     #: a client is attached (what it writes meanwhile waits in the kernel's buffer, then blocks it), no
     #: backlog kept by the service, and `attach` refused (400) for a process without a PTY.
     pty_output_only_attached: bool = False
+    #: The rest of Kernel's VM (`process.go`), harsh branch of each race: PTY output still unread at the
+    #: exit is dropped; pipe output goes through one bounded `SharedChannel` its readers split; `spawn`
+    #: ignores `timeout_sec`; an `exec` past its timeout is SIGKILLed and answers 500; `kill` signals the
+    #: leader only; `kill`, `stdin` and `resize` after the exit answer 500; `attach` ends as Go's does.
+    kernel_vm: bool = False
 
     def exit_code(self, returncode: int) -> int:
         if returncode < 0 and self.signal_exit_code is not None:
@@ -100,7 +106,9 @@ class ProcessPolicy:
 
 DEFAULT_POLICY = ProcessPolicy()
 #: Kernel's in-VM server: 10 s retention, -1 after a signal (Go's `WaitStatus.ExitStatus()`), attach only.
-KERNEL_COMPAT_POLICY = ProcessPolicy(retain_seconds=10.0, signal_exit_code=-1, pty_output_only_attached=True)
+KERNEL_COMPAT_POLICY = ProcessPolicy(
+    retain_seconds=10.0, signal_exit_code=-1, pty_output_only_attached=True, kernel_vm=True
+)
 
 
 class StdinClosedError(Exception):
@@ -136,6 +144,13 @@ class ManagedProcess:
             self.output = OutputLog(backlog_bytes=0, max_lag_bytes=TTY_MAX_LAG_BYTES, hold_first=False)
         else:
             self.output = OutputLog(max_lag_bytes=TTY_MAX_LAG_BYTES if child.tty else MAX_LAG_BYTES)
+        #: Kernel's VM: the one channel every `stdout/stream` reader takes from (pipe chunks, the exit event).
+        self.channel: SharedChannel | None = SharedChannel(self._pause_pipes, self._resume_pipes) \
+            if policy.kernel_vm and sink is None else None
+        if self.channel is not None and not child.tty:
+            sink = self.channel.put
+        self._read_limit = GO_READ_BYTES if self.channel is not None else READ_CHUNK
+        self._paused = False
         self.exit_code: int | None = None
         self.finished = asyncio.Event()
         #: Set while no WebSocket `attach` is connected (one at a time); see `routes.processes.attach`.
@@ -217,7 +232,7 @@ class ManagedProcess:
                 return
 
     def _on_readable(self, fd: int, stream: int) -> None:
-        parts, eof = self._read_available(fd, READ_CHUNK)
+        parts, eof = self._read_available(fd, self._read_limit)
         if parts:
             self._sink(stream, parts[0] if len(parts) == 1 else b"".join(parts))
         if eof:
@@ -230,6 +245,19 @@ class ManagedProcess:
     def _unwatch(self, fd: int) -> None:
         if self._readers.pop(fd, None) is not None:
             self._loop.remove_reader(fd)
+
+    def _pause_pipes(self) -> None:
+        """The shared channel is full (Kernel's VM): stop reading, so a program that keeps writing blocks."""
+        if not self._paused:
+            self._paused = True
+            for fd in self._readers:
+                self._loop.remove_reader(fd)
+
+    def _resume_pipes(self) -> None:
+        if self._paused:
+            self._paused = False
+            for fd, stream in self._readers.items():
+                self._loop.add_reader(fd, self._on_readable, fd, stream)
 
     def start_reading_pty(self) -> None:
         """An attach began (Kernel's VM mode): read the PTY from now on, for that client only."""
@@ -264,18 +292,27 @@ class ManagedProcess:
             timer.cancel()
         self._timers.clear()
         log.info("process %s (pid %d, %s) exited with %d", self.process_id, self.pid, self.command, self.exit_code)
-        if self._readers:
+        if self.reads_only_attached and self.policy.kernel_vm:
+            self._finish(drain=False)  # Go closes the PTY master at the exit: what nobody read yet is gone
+        elif self._readers:
             self._timers.append(self._loop.call_later(OUTPUT_DRAIN_SECONDS, self._finish))
         else:
             self._finish()
 
-    def _finish(self) -> None:
+    def _finish(self, drain: bool = True) -> None:
         """Take the last output, close every descriptor, tell subscribers and waiters."""
         if self.finished.is_set():
             return
+        channel = self.channel
         for fd, stream in list(self._readers.items()):
-            self._drain(fd, stream)
-            self._unwatch(fd)
+            if drain and channel is None:
+                self._drain(fd, stream)
+            elif drain and channel is not None:  # what the channel has room for; Go's Wait closes the pipes
+                self._drain(fd, stream, limit=channel.room() * GO_READ_BYTES)
+            if self._paused:
+                self._readers.pop(fd, None)
+            else:
+                self._unwatch(fd)
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
@@ -289,6 +326,8 @@ class ManagedProcess:
         if self.exit_code is None:  # forced: the child is still unreaped; the pidfd reaps it later
             self.exit_code = self.policy.exit_code(-signal.SIGKILL)
         self.output.finish(self.exit_code)
+        if self.channel is not None:
+            self.channel.finish(self.exit_code)
         self.finished.set()
         callbacks, self._on_finish = self._on_finish, []
         for callback in callbacks:
@@ -369,8 +408,17 @@ class ManagedProcess:
     # control -------------------------------------------------------------------
 
     def send_signal(self, name: str) -> bool:
-        """Signal the process group; False if the process has already exited."""
-        return self._killpg(SIGNALS[name])
+        """Signal the process group; False if the process has already exited.
+
+        Kernel's VM signals the leader alone (`cmd.Process.Signal`), and answers 500 once it has exited.
+        """
+        if not self.policy.kernel_vm:
+            return self._killpg(SIGNALS[name])
+        if self.reaped:
+            raise internal_error("failed to signal process")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, SIGNALS[name])
+        return True
 
     def _killpg(self, sig: int) -> bool:
         if self.reaped:  # its pid may already belong to someone else
@@ -391,6 +439,8 @@ class ManagedProcess:
                 field="process_id",
             )
         if self.child.master is None:
+            if self.policy.kernel_vm:  # Go's Setsize on the closed master
+                raise internal_error("failed to resize PTY")
             raise bad_request(f"process {self.process_id} has exited; its terminal is closed", field="process_id")
         set_winsize(self.child.master, rows, cols)
 
@@ -510,12 +560,13 @@ class ProcessManager:
         proc.on_finish(finished)
 
     def spawn(self, session: Session, request: SpawnRequest) -> ManagedProcess:
-        child = launch(
-            request, session.workdir, tty=request.allocate_tty, rows=request.rows, cols=request.cols
-        )
+        rows, cols = request.rows, request.cols
+        if self.policy.kernel_vm and not {"rows", "cols"} <= request.model_fields_set:
+            rows = cols = 0  # Go sets the size only when both are given: the PTY stays 0x0
+        child = launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols)
         proc = ManagedProcess(child, request.command, policy=self.policy)
         self._register(session, proc, retain=True)
-        proc.start(request.timeout_sec)
+        proc.start(None if self.policy.kernel_vm else request.timeout_sec)  # Kernel's spawn ignores it
         log.info("process %s spawned in session %s: pid %d, %s%s", proc.process_id, session.session_id, proc.pid,
                  request.command, " (tty)" if proc.tty else "")
         return proc
@@ -527,10 +578,17 @@ class ProcessManager:
         child = launch(request, session.workdir)
         proc = ManagedProcess(child, request.command, sink=capture.append, policy=self.policy)
         self._register(session, proc, retain=False)
-        proc.start(request.timeout_sec)
+        kernel_timeout = request.timeout_sec if self.policy.kernel_vm else None
+        proc.start(None if self.policy.kernel_vm else request.timeout_sec)
         proc.close_stdin()
         try:
+            async with asyncio.timeout(kernel_timeout or None):
+                await proc.finished.wait()
+        except TimeoutError:  # Kernel's VM: SIGKILL to the leader, wait for it, 500, the output is discarded
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
             await proc.finished.wait()
+            raise internal_error("process timed out") from None
         except asyncio.CancelledError:  # the caller went away: do not leave the command running
             await asyncio.shield(proc.terminate())
             raise
@@ -557,4 +615,6 @@ class ProcessManager:
 
 
 def stdin_error(proc: ManagedProcess) -> ServiceError:
+    if proc.policy.kernel_vm:  # Go's write to the closed pipe or PTY master
+        return internal_error("failed to write to stdin")
     return bad_request(f"process {proc.process_id} has exited or closed its stdin", field="process_id")

@@ -24,6 +24,7 @@ from bbrowse.paths import serve_file, state_dir
 from bbrowse.service.app import create_app
 from bbrowse.service.cdp import reserve_devtools_fds
 from bbrowse.service.config import ServiceConfig
+from bbrowse.service.websocket_routes import WebSocketRegistry
 
 DEFAULT_PORT = 7780
 
@@ -144,7 +145,7 @@ def serve(
         app, log_config=None, access_log=False, lifespan="on",
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=3,
     )
-    server = uvicorn.Server(uv_config)
+    server = _GoingAwayServer(uv_config, app.state.service.websockets) if kernel_compat else uvicorn.Server(uv_config)
     try:
         server.run(sockets=[sock])
     finally:
@@ -154,3 +155,16 @@ def serve(
                 discovery.unlink()
         except (OSError, ValueError):
             pass
+
+
+class _GoingAwayServer(uvicorn.Server):
+    """--kernel-compat: at a stop, attach and CDP sockets close with 1001 `browser shutting down` (Kernel's
+    VM's shutdown) before uvicorn closes what is left with its own 1012."""
+
+    def __init__(self, config: uvicorn.Config, websockets: WebSocketRegistry) -> None:
+        super().__init__(config)
+        self.websockets = websockets
+
+    async def shutdown(self, sockets=None) -> None:
+        await self.websockets.close_all()
+        await super().shutdown(sockets)

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 
 from pydantic import BaseModel
 from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 HEARTBEAT_SECONDS = 15.0
 PING = b": ping\n\n"
@@ -102,7 +103,48 @@ async def with_heartbeat(events: AsyncIterator[bytes], interval: float = HEARTBE
                 await task
 
 
-def sse_response(events: AsyncIterator[bytes], heartbeat: float = HEARTBEAT_SECONDS) -> StreamingResponse:
+def sse_response(
+    events: AsyncIterator[bytes], heartbeat: float = HEARTBEAT_SECONDS, kernel_vm: bool = False
+) -> StreamingResponse:
+    """The stream; `kernel_vm` (--kernel-compat): as Kernel's VM sends it, see `KernelVmSseResponse`."""
+    if kernel_vm:
+        return KernelVmSseResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
     return StreamingResponse(
         with_heartbeat(events, heartbeat), media_type="text/event-stream", headers=SSE_HEADERS
     )
+
+
+class KernelVmSseResponse(StreamingResponse):
+    """Kernel's VM (`oapi.go`): `WriteHeader(200)` without a flush, then a blocking read of the events.
+
+    Go's `net/http` sends the status and headers with the first body write, so a client sees nothing,
+    headers included, until the first event (or the end of a stream that has none); no heartbeat.
+    The client leaving is noticed while the stream waits (Go's request context), whatever the ASGI version.
+    """
+
+    async def stream_response(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        started = False
+        async for chunk in self.body_iterator:
+            if not chunk:
+                continue
+            if not started:
+                await send(start)
+                started = True
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not started:
+            await send(start)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        streaming = asyncio.ensure_future(self.stream_response(send))
+        listening = asyncio.ensure_future(self.listen_for_disconnect(receive))
+        try:
+            await asyncio.wait((streaming, listening), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (streaming, listening):
+                task.cancel()
+            await asyncio.gather(streaming, listening, return_exceptions=True)
+        error = None if streaming.cancelled() else streaming.exception()
+        if error is not None and not isinstance(error, OSError):  # OSError: the client has gone
+            raise error

@@ -29,6 +29,7 @@ from bbrowse.service.retention import Retention, clock_from_env
 from bbrowse.service.sessions import Session, SessionManager
 from bbrowse.service.stray_children import StrayReaper
 from bbrowse.service.vm_token import VmTokens
+from bbrowse.service.websocket_routes import WebSocketRegistry
 
 #: A startup or shutdown step (what it returns is not used).
 Hook = Callable[[], Awaitable[object]]
@@ -58,6 +59,8 @@ class ServiceState:
     #: Keeps the state dir within its age and size limits.
     retention: Retention
     #: Called in order when the service starts, and in reverse when it stops.
+    #: `--kernel-compat`: open attach and CDP sockets, closed with 1001 when their VM goes away.
+    websockets: WebSocketRegistry = field(default_factory=WebSocketRegistry)
     startup: list[Hook] = field(default_factory=list)
     shutdown: list[Hook] = field(default_factory=list)
 
@@ -65,7 +68,7 @@ class ServiceState:
 def build_state(config: ServiceConfig) -> ServiceState:
     """Every part of one service, made once and tied together (see the module docstring for the order)."""
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    sessions = SessionManager(config.sessions_dir, config.service_log)
+    sessions = SessionManager(config.sessions_dir, config.service_log, kernel_activity=config.kernel_compat)
     browsers = BrowserManager(config.chromium_path)
     replays = ReplayManager(config.state_dir / "replays", browsers)
     processes = ProcessManager(KERNEL_COMPAT_POLICY if config.kernel_compat else DEFAULT_POLICY)
@@ -89,6 +92,12 @@ def build_state(config: ServiceConfig) -> ServiceState:
     )
     sessions.validators.append(browsers.validate)
     sessions.on_create.append(browsers.on_create)
+    if config.kernel_compat:  # the VM going away: its sockets close first, with 1001
+
+        async def close_sockets(session: Session) -> None:
+            await state.websockets.close_all(session.session_id)
+
+        sessions.on_delete.append(close_sockets)
     sessions.on_delete.extend([
         processes.end_session,
         state.watches.on_delete,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from fastapi import WebSocket
@@ -54,3 +54,32 @@ async def until_one_ends(tasks: Collection[asyncio.Task[Any]]) -> set[asyncio.Ta
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
     return done
+
+
+#: What Kernel's VM says when it shuts down with sockets open (`main.go`, `wsdrain.CloseAll`).
+GOING_AWAY_CODE = 1001
+GOING_AWAY_REASON = "browser shutting down"
+
+
+class WebSocketRegistry:
+    """Open `attach` and CDP sockets by session, so a VM going away closes them as Kernel's does (1001)."""
+
+    def __init__(self) -> None:
+        self._open: dict[WebSocket, str] = {}
+
+    @contextlib.contextmanager
+    def track(self, session_id: str, websocket: WebSocket) -> Iterator[None]:
+        self._open[websocket] = session_id
+        try:
+            yield
+        finally:
+            self._open.pop(websocket, None)
+
+    async def close_all(self, session_id: str | None = None) -> int:
+        """Close every tracked socket (of `session_id`, or all) with 1001; the first close wins."""
+        closing = [ws for ws, sid in self._open.items() if session_id is None or sid == session_id]
+        for websocket in closing:
+            self._open.pop(websocket, None)
+            with contextlib.suppress(Exception):
+                await websocket.close(code=GOING_AWAY_CODE, reason=GOING_AWAY_REASON)
+        return len(closing)

@@ -96,7 +96,10 @@ async def status(id_or_name: str, process_id: str, request: Request) -> ProcessS
 
 @router.post(PREFIX + "/{process_id}/kill", response_model=OkResponse)
 async def kill(id_or_name: str, process_id: str, body: KillRequest, request: Request) -> OkResponse:
-    """Signal the process group. Signalling a process that has already exited is a no-op, still ok."""
+    """Signal the process group. Signalling a process that has already exited is a no-op, still ok.
+
+    In --kernel-compat: the leader alone, and 500 once it has exited (Kernel's VM).
+    """
     (await _process(request, id_or_name, process_id)).send_signal(body.signal)
     return OkResponse()
 
@@ -119,6 +122,8 @@ async def stdout_stream(id_or_name: str, process_id: str, request: Request) -> S
     """
     session = await active_session(id_or_name, request)
     proc = service_state(request).processes.get(session, process_id)
+    if proc.channel is not None:
+        return sse_response(proc.channel.frames(), kernel_vm=True)
     return sse_response(_sse_events(session, proc))
 
 
@@ -141,14 +146,17 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
     """Binary frames in = input; text `{"type":"resize",...}` resizes; binary out = output, backlog first.
 
     Ends with a text `{"type":"exit","exitCode":N}` and close 1000. One attach per process at a time.
+    In --kernel-compat it ends as Kernel's VM's does (`_kernel_attach_session`), and a second attach is
+    refused at once.
     """
     state = service_state(websocket)
+    kernel_vm = state.processes.policy.kernel_vm
     try:
         session = await active_session(id_or_name, websocket)
         proc = state.processes.get(session, process_id)
         if proc.policy.pty_output_only_attached and not proc.tty:
             raise bad_request("process is not PTY-backed", field="process_id")
-        if proc.attached:
+        if proc.attached and not kernel_vm:
             # A client that just closed its attach and opens a new one (a reconnect) can be faster than
             # the old handler, which learns of the close a moment after the client: give it that moment.
             with contextlib.suppress(TimeoutError):
@@ -156,17 +164,31 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
         if proc.attached:
             raise conflict(f"process {process_id} already has an active attach session; only one at a time")
     except ServiceError as exc:
-        kernel_body = AttachError(message=exc.message) if state.config.kernel_compat else None
+        kernel_body = None
+        if state.config.kernel_compat:
+            kernel_body = AttachError(message=KERNEL_ATTACH_REFUSALS.get(exc.status, exc.message))
         await deny_upgrade(websocket, exc, kernel_body)
         return
     proc.detached.clear()
     try:
         await websocket.accept()
-        with session.in_use():
-            await _attach_session(websocket, proc)
+        if kernel_vm:
+            with state.websockets.track(session.session_id, websocket):
+                await _kernel_attach_session(websocket, proc)
+        else:
+            with session.in_use():
+                await _attach_session(websocket, proc)
     finally:
         proc.stop_reading_pty()
         proc.detached.set()
+
+
+#: Kernel's VM's bodies for an attach it refuses before the upgrade (`process.go`), by status.
+KERNEL_ATTACH_REFUSALS = {
+    404: "process not found",
+    400: "process is not PTY-backed",
+    409: "process already has an active attach session",
+}
 
 
 async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
@@ -178,17 +200,49 @@ async def _attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
             await websocket.close(code=1000)
 
 
+async def _kernel_attach_session(websocket: WebSocket, proc: ManagedProcess) -> None:
+    """Kernel's VM (`HandleProcessAttachWS`), the harsh branch of its exit race every time.
+
+    At the exit the PTY reader's EIO shuts the session down before the exit watcher queues the exit
+    frame, so none is sent. The socket reader is still blocked in `wsConn.Read`, and the handler waits
+    for it before its close 1000: the socket stays open until the client sends a frame or closes.
+    """
+    ended = asyncio.Event()
+
+    async def pump() -> None:
+        try:
+            await _pump_output(websocket, proc)
+        finally:
+            ended.set()
+
+    feed = asyncio.create_task(_feed_input(websocket, proc, ended))
+    output = asyncio.create_task(pump())
+    try:
+        await asyncio.wait((feed, output), return_when=asyncio.FIRST_COMPLETED)
+        if not feed.done():
+            await feed  # the program ended: wait, as Go does, for the client's next frame or its close
+    finally:
+        for task in (feed, output):
+            task.cancel()
+        await asyncio.gather(feed, output, return_exceptions=True)
+    if not (feed.cancelled() or isinstance(feed.exception(), WebSocketDisconnect)):
+        with contextlib.suppress(Exception):
+            await websocket.close(code=1000)
+
+
 async def _pump_output(websocket: WebSocket, proc: ManagedProcess) -> None:
     async for data in proc.output.follow(Chunk.raw, on_subscribed=proc.start_reading_pty):
         await websocket.send_bytes(data)
 
 
-async def _feed_input(websocket: WebSocket, proc: ManagedProcess) -> None:
-    """Runs until the client goes away; the attach ends normally when the output pump does."""
+async def _feed_input(websocket: WebSocket, proc: ManagedProcess, ended: asyncio.Event | None = None) -> None:
+    """Runs until the client goes away, or (`ended` set: Kernel's VM) until its first frame after the end."""
     while True:
         message = await websocket.receive()
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(message.get("code", 1000))
+        if ended is not None and ended.is_set():
+            return
         data = message.get("bytes")
         if data is not None:
             with contextlib.suppress(StdinClosedError):  # input after the exit is dropped; the pump sends the exit

@@ -40,5 +40,6 @@ async def capture_screenshot(
                 field="region",
             )
         clip = region.model_dump()
-    png = await state.browsers.browser(session).screenshot(clip)
+    with session.in_use(control=True):  # a computer-controls call: activity under Kernel's rule too
+        png = await state.browsers.browser(session).screenshot(clip)
     return Response(content=png, media_type="image/png")
