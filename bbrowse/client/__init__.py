@@ -25,7 +25,10 @@ from bbrowse.client.errors import (
     SessionGone,
     SessionNotLeased,
     Unauthorized,
+    VmGoingAway,
 )
+from bbrowse.client.keepalive import KeepAlive
+from bbrowse.client.modes import FileMode, is_symlink, parse_mode
 from bbrowse.client.pool import close_shared_clients
 from bbrowse.client.pty_output import PtyOutput
 from bbrowse.client.retry import NO_RETRY, RetryPolicy, is_permanent
@@ -48,8 +51,10 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ConnectionLost",
+    "FileMode",
     "Forbidden",
     "IncompleteStream",
+    "KeepAlive",
     "NotFound",
     "ProtocolError",
     "PtyOutput",
@@ -66,6 +71,9 @@ __all__ = [
     "StdinWriter",
     "Stream",
     "Unauthorized",
+    "VmGoingAway",
     "close_shared_clients",
     "is_permanent",
+    "is_symlink",
+    "parse_mode",
 ]

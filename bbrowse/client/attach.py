@@ -7,9 +7,12 @@
             ...
     print(term.exit_code)
 
-Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` resizes; the service ends with
-a text frame `{"type":"exit","exitCode":N}` and a normal close. A close without that exit frame (and not
-asked for by us) raises `IncompleteStream`; an abnormal close raises `ConnectionLost`.
+Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` resizes; the service may end
+with a text frame `{"type":"exit","exitCode":N}`. The iteration stops at that frame and the caller
+closes: Kernel's VM never closes the socket on its own after an exit (its reader waits for a frame or a
+close from us), and may skip the exit frame altogether (`PtyOutput` then learns the exit from `status`).
+A close without the exit frame (and not asked for by us) raises `IncompleteStream`; a 1001 close
+("going away": the VM shutting down) raises `VmGoingAway`; any other close raises `ConnectionLost`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from bbrowse import __version__
-from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolError, error_from_response, snippet
+from bbrowse.client.errors import (
+    ConnectionLost,
+    IncompleteStream,
+    ProtocolError,
+    VmGoingAway,
+    error_from_response,
+    snippet,
+)
 from bbrowse.client.routing import Route, RouteCache
 from bbrowse.wire import AttachExit, AttachResize
 
@@ -36,6 +46,8 @@ RECEIVE_QUEUE_FRAMES = 16
 #: The socket's receive buffer (no autotuning to megabytes): what a flood can have in flight on this
 #: side, all of which must be read before output typed after a ctrl-c shows. Ample for full speed.
 RECEIVE_BUFFER_BYTES = 256 * 1024
+#: How long closing waits for the service's close frame before dropping the connection.
+CLOSE_TIMEOUT_SECONDS = 1.0
 
 
 class AttachSession:
@@ -87,6 +99,7 @@ class AttachSession:
                     compression=None,
                     max_size=MAX_FRAME_BYTES,
                     max_queue=RECEIVE_QUEUE_FRAMES,
+                    close_timeout=CLOSE_TIMEOUT_SECONDS,
                     proxy=True if self._proxy else None,
                 )
             except InvalidStatus as exc:
@@ -157,12 +170,17 @@ class AttachSession:
                     yield message
                 else:
                     self._control(message)
+                    if self.exit_code is not None:
+                        return  # nothing follows the exit frame; the caller closes
         except ConnectionClosed as exc:
             if self.exit_code is not None or self._closing:
                 return
             code = exc.rcvd.code if exc.rcvd else None
             reason = exc.rcvd.reason if exc.rcvd else ""
-            if code in (1000, 1001):
+            if code == 1001:
+                raise VmGoingAway(f"attach {self.url}: the session's VM is going away"
+                                  f"{f' ({reason})' if reason else ''}", reason) from None
+            if code == 1000:
                 raise IncompleteStream(f"attach {self.url}: closed without the process's exit frame") from None
             suffix = f", {reason}" if reason else ""
             raise ConnectionLost(f"attach {self.url}: closed abnormally (code {code}{suffix})") from None

@@ -44,7 +44,7 @@ class BrowserClient:
         self.sessions = Sessions(self.transport)
         self.processes = Processes(self.transport)
         self.fs = Files(self.transport)
-        self.logs = Logs(self.transport)
+        self.logs = Logs(self.transport, lambda id_or_name, path: self.fs.read_file(id_or_name, path))
         self.replays = Replays(self.transport)
         self.computer = Computer(self.transport)
 

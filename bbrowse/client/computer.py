@@ -106,9 +106,12 @@ class Computer:
         body = {"x": x, "y": y, "delta_x": delta_x, "delta_y": delta_y}
         await self._act(id_or_name, "scroll", _with_keys(body, hold_keys))
 
-    async def type_text(self, id_or_name: str, text: str, *, delay_ms: int = 0) -> None:
-        """Type `text` into whatever has focus ("\\n" presses Return), `delay_ms` between characters."""
-        await self._act(id_or_name, "type", {"text": text, "delay": delay_ms})
+    async def type_text(self, id_or_name: str, text: str, *, delay_ms: int = 0, smooth: bool = False) -> None:
+        """Type `text` into whatever has focus ("\\n" presses Return), `delay_ms` between characters.
+
+        `smooth` (human-like bursts and pauses) is always sent: Kernel's VM types smoothly when it is
+        left out, 50-120 ms a key, which live typing cannot wait for."""
+        await self._act(id_or_name, "type", {"text": text, "delay": delay_ms, "smooth": smooth})
 
     async def press_key(
         self, id_or_name: str, keys: str | Sequence[str], *, duration_ms: int = 0, hold_keys: Sequence[str] = (),

@@ -39,6 +39,15 @@ class RequestTimeout(ConnectionLost):
     """The service accepted the connection but did not answer in time."""
 
 
+class VmGoingAway(ConnectionLost):
+    """The session's VM closed the connection with 1001 "going away" (Kernel's VM shutting down, e.g.
+    `browser shutting down`): reconnecting to it is pointless; `reason` is what it said."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class ProtocolError(ClientError):
     """The service answered something the contract does not allow: a garbage SSE frame, non-JSON data,
     a wrong content type, a response body that is not the expected model."""

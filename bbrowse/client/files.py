@@ -53,9 +53,13 @@ class Files:
         return b"".join(parts)
 
     async def list_files(self, id_or_name: str, path: str) -> list[FileInfo]:
+        """The directory's entries. Kernel's VM answers `null` for an empty directory, lstats symlinks
+        (`is_dir` false, mode `L...`) and writes modes as Go does (`dtrwxrwxrwx`): see `modes.py`."""
         response = await self._t.request(
             "GET", f"/browsers/{segment(id_or_name)}/fs/list_files", params={"path": path}, idempotent=True,
         )
+        if response.content.strip() == b"null":
+            return []
         return model_list(FileInfo, response, f"list_files {path}")
 
     async def file_info(self, id_or_name: str, path: str) -> FileInfo:

@@ -32,6 +32,8 @@ from bbrowse.wire import (
 )
 
 _JSON = {"Content-Type": "application/json"}
+#: (rows, cols) of a PTY spawned without a size.
+DEFAULT_PTY_SIZE = (24, 80)
 
 
 class Processes:
@@ -57,14 +59,13 @@ class Processes:
         cols: int | None = None,
         rows: int | None = None,
     ) -> SpawnResult:
-        """Start `command` and return at once (never re-sent: a retry could start it twice)."""
+        """Start `command` and return at once (never re-sent: a retry could start it twice). A PTY
+        (`allocate_tty`) is spawned `rows`x`cols`, 24x80 unless given."""
         body = _command_body(command, args, cwd, env, as_root, as_user, timeout_sec)
-        if allocate_tty:
+        if allocate_tty:  # always with a size: Kernel's VM makes a PTY spawned without one 0x0
             body["allocate_tty"] = True
-            if cols is not None:
-                body["cols"] = cols
-            if rows is not None:
-                body["rows"] = rows
+            body["cols"] = cols if cols is not None else DEFAULT_PTY_SIZE[1]
+            body["rows"] = rows if rows is not None else DEFAULT_PTY_SIZE[0]
         response = await self._t.request("POST", self._path(id_or_name, tail="/spawn"), json=body, idempotent=False)
         return model(SpawnResult, response, "spawn")
 

@@ -11,6 +11,15 @@ Used by the shell pane and `bbrowse shell`. Where the output comes from (`path`)
 - `stream` when attach is refused (409: someone else is attached; a service without the route;
   any other refusal but a missing process): `stdout/stream`, which `bbrowse serve` fills for PTYs too.
 
+Kernel's VM may end an attach with neither the exit frame nor a close (its PTY reader can win the race
+against the exit, and its handler then waits for the client): while attached, the process's `status`
+is asked every `STATUS_POLL_SECONDS`, and an exit found there ends the run with its code once the
+output still on its way has been read (within a second of the exit). A 409 (the previous attach not
+let go yet: Kernel frees it only after its old handler ended) is retried with backoff for
+`CONFLICT_RETRY_SECONDS` before falling back to `stdout/stream`. A 1001 close (the VM shutting down)
+is raised as `VmGoingAway`, never reconnected. `exited()` tells a caller whose `stdin`, `resize` or
+`kill` failed whether that only says the program is gone (Kernel answers those with 500 then).
+
 A connection that drops (no exit frame) is opened again at once, then with backoff; each time the
 process's `status` is asked first, so an exit that happened meanwhile ends the run with its code
 instead of a reconnect that can never succeed. After a reattach the PTY size is nudged (one column
@@ -36,12 +45,14 @@ from bbrowse.client.attach import AttachSession
 from bbrowse.client.backlog_filter import QUIET_SECONDS, BacklogFilter, RecentOutput
 from bbrowse.client.errors import (
     ClientError,
+    Conflict,
     ConnectionLost,
     IncompleteStream,
     NotFound,
     ProtocolError,
     ServiceError,
     SessionGone,
+    VmGoingAway,
 )
 from bbrowse.client.retry import is_permanent
 from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
@@ -59,6 +70,16 @@ NUDGE_SECONDS = 0.2
 STABLE_SECONDS = 2.0
 #: The longest the output loop runs before letting other tasks (keys, drawing) have the event loop.
 TURN_SECONDS = 0.002
+#: How often the process's status is asked while attached (Kernel's VM may send no exit frame, no close).
+STATUS_POLL_SECONDS = 0.5
+#: Once the status says exited: output still arriving is read until the socket has been quiet this long,
+DRAIN_QUIET_SECONDS = 0.1
+#: ... but no longer than this after the status answered.
+DRAIN_MAX_SECONDS = 0.4
+#: A 409 on attach is retried this long (the previous attach is still being let go) before the stream.
+CONFLICT_RETRY_SECONDS = 4.0
+#: Waits between those retries, then the last one.
+CONFLICT_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 Output = Callable[[bytes], Awaitable[object] | None]
 
@@ -90,6 +111,11 @@ class PtyOutput:
         self._recent = RecentOutput()
         self._term: AttachSession | None = None
         self._output_seen = asyncio.Event()
+        self._last_output = 0.0
+        #: Set to ask the service for the process's status now (`exited()` saw a sign of the end).
+        self._check_now = asyncio.Event()
+        #: The exit learned from `status` while attached (`_RUNNING` until then).
+        self._status_exit: int | object | None = _RUNNING
         #: "attach" or "stream" once connected; None before.
         self.path: str | None = None
         #: How many times the connection was opened again after a drop.
@@ -143,8 +169,19 @@ class PtyOutput:
         finally:
             self._term = None
 
+    async def exited(self) -> bool:
+        """Whether the process has exited (or is gone), asked of the service now.
+
+        For a caller whose `stdin`, `resize` or `kill` just failed: Kernel's VM answers those with 500
+        once the program is gone, which is the exit to show, not an error. The run then ends soon."""
+        if await self._exit_status() is _RUNNING:
+            return False
+        self._check_now.set()
+        return True
+
     async def _deliver(self, data: bytes) -> None:
         self._recent.add(data)
+        self._last_output = time.monotonic()
         self._output_seen.set()
         result = self._on_output(data)
         if result is not None and inspect.isawaitable(result):
@@ -153,12 +190,25 @@ class PtyOutput:
     async def _run_attach(self) -> int | None:
         failures = 0
         failing_since: float | None = None
+        conflicts = 0
+        conflict_since: float | None = None
         while True:
             try:
                 term = self.client.processes.attach(self.session_id, self.process_id)
                 await term.__aenter__()
             except (NotFound, SessionGone) as error:
                 return await self._gone(error)
+            except Conflict as error:
+                now = time.monotonic()
+                conflict_since = now if conflict_since is None else conflict_since
+                if now - conflict_since >= CONFLICT_RETRY_SECONDS:
+                    raise _RefusedError(error) from None
+                exited = await self._exit_status()
+                if exited is not _RUNNING:
+                    return exited  # type: ignore[return-value]
+                await asyncio.sleep(CONFLICT_DELAYS[min(conflicts, len(CONFLICT_DELAYS) - 1)])
+                conflicts += 1
+                continue
             except ServiceError as error:
                 if not is_permanent(error):
                     failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
@@ -170,9 +220,12 @@ class PtyOutput:
                 failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
                 continue
             failing_since = None
+            conflicts, conflict_since = 0, None
             opened = time.monotonic()
             try:
                 code = await self._pump_attach(term)
+            except VmGoingAway:
+                raise
             except (ConnectionLost, IncompleteStream, ProtocolError) as error:
                 self._on_error(error)
                 exited = await self._exit_status()
@@ -195,6 +248,8 @@ class PtyOutput:
             self.path = ATTACH
             self._on_path(ATTACH)
         nudge = asyncio.ensure_future(self._nudge(term)) if self.reconnects else None
+        self._status_exit = _RUNNING
+        watcher = asyncio.ensure_future(self._watch_exit(term))
         try:
             frames = aiter(term)
             if not self.reconnects or await self._filter_backlog(frames):
@@ -208,11 +263,37 @@ class PtyOutput:
                         await asyncio.sleep(0)
                         turn = time.perf_counter()
         finally:
+            watcher.cancel()
             if nudge is not None:
                 nudge.cancel()
         if term.exit_code is None:
+            if self._status_exit is not _RUNNING:
+                return self._status_exit  # type: ignore[return-value]
             raise IncompleteStream(f"attach {term.url}: ended without the exit frame")
         return term.exit_code
+
+    async def _watch_exit(self, term: AttachSession) -> None:
+        """Ask `status` every `STATUS_POLL_SECONDS` (or at once when `exited()` asks); on an exit, let the
+        output on its way arrive, then close the connection, which ends the read loop."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._check_now.wait(), STATUS_POLL_SECONDS)
+            self._check_now.clear()
+            exited = await self._exit_status()
+            if exited is _RUNNING:
+                continue
+            answered = time.monotonic()
+            while True:
+                now = time.monotonic()
+                quiet_for = now - self._last_output
+                if quiet_for >= DRAIN_QUIET_SECONDS or now - answered >= DRAIN_MAX_SECONDS:
+                    break
+                await asyncio.sleep(DRAIN_QUIET_SECONDS - quiet_for)
+            if term.exit_code is None:
+                self._status_exit = exited
+                with contextlib.suppress(Exception):
+                    await term.close()
+            return
 
     async def _filter_backlog(self, source: AsyncIterator[bytes]) -> bool:
         """After a reconnect: hold output back until a repeated backlog, if any, is recognised and dropped.
