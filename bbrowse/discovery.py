@@ -40,11 +40,13 @@ def record_version(record: dict, what: str) -> int:
 
 
 def write_discovery(path: Path, *, url: str, pid: int, token: str, state_dir: Path,
-                    retention: RetentionLimits) -> None:
+                    retention: RetentionLimits, sandbox: str | None = None) -> None:
     record = {
         "version": DISCOVERY_VERSION, "url": url, "pid": pid, "token": token,
         "state_dir": str(state_dir), "retention": retention.to_json(),
     }
+    if sandbox is not None:  # whether sessions are sandboxed, for `bbrowse info`
+        record["sandbox"] = sandbox
     write_private(path, json.dumps(record))
 
 

@@ -23,6 +23,7 @@ from bbrowse.client.processes import Processes
 from bbrowse.client.replays import Replays
 from bbrowse.client.routing import RouteCache
 from bbrowse.client.sessions import Sessions
+from bbrowse.client.telemetry import Telemetry
 from bbrowse.client.transport import Transport
 
 
@@ -47,6 +48,7 @@ class BrowserClient:
         self.logs = Logs(self.transport, lambda id_or_name, path: self.fs.read_file(id_or_name, path))
         self.replays = Replays(self.transport)
         self.computer = Computer(self.transport)
+        self.telemetry = Telemetry(self.transport)
 
     @property
     def routes(self) -> RouteCache:

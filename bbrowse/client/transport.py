@@ -153,6 +153,7 @@ class Transport:
         json: Any = None,
         sse: bool = False,
         ok: Iterable[int] = _OK,
+        headers: Mapping[str, str] | None = None,
     ) -> AsyncIterator[httpx.Response]:
         """Open a streamed response and yield it once its status is in `ok` (the body not yet read).
 
@@ -163,7 +164,7 @@ class Transport:
         attempt = 0
         ok = tuple(ok)
         direct = self.routes.for_path(path)
-        headers = _SSE_HEADERS if sse else None
+        headers = {**_SSE_HEADERS, **(headers or {})} if sse else headers
         while True:
             request = self._build(method, path, direct, params=params, json=json, headers=headers,
                                   timeout=self.stream_timeout)

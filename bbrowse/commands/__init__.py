@@ -5,6 +5,7 @@ the service, runs the work and turns failures into one-line errors. `output` for
 """
 
 from bbrowse.commands.computer import click_command, key_command, scroll_command, type_command
+from bbrowse.commands.events import events_command
 from bbrowse.commands.exec import exec_command
 from bbrowse.commands.files import cat_command, ls_command
 from bbrowse.commands.fs_write import (
@@ -31,6 +32,7 @@ COMMANDS = (
     shell_command,
     exec_command,
     logs_command,
+    events_command,
     cat_command,
     ls_command,
     put_command,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bbrowse.limits import RetentionLimits
+
+if TYPE_CHECKING:
+    from bbrowse.service.sandbox import SandboxSupport
 
 
 @dataclass
@@ -29,6 +33,10 @@ class ServiceConfig:
     kernel_compat: bool = False
     #: How long ended sessions' files are kept, how large the state dir may grow (`--keep-for`, `--max-state-size`).
     retention: RetentionLimits = field(default_factory=RetentionLimits)
+    #: `--no-sandbox` (env `BBROWSE_NO_SANDBOX=1`): sessions run on the host, as the service's user.
+    no_sandbox: bool = False
+    #: What `sandbox.probe` found at start (None: not probed yet; `build_state` does it).
+    sandbox: SandboxSupport | None = None
     extra: dict = field(default_factory=dict)
 
     @property

@@ -19,11 +19,13 @@ import io
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bbrowse.service.errors import ServiceError, bad_request, forbidden, not_found
+from bbrowse.service.sandbox import sandbox_of
 from bbrowse.wire import ErrorDetail, FileInfo
 
 log = logging.getLogger("bbrowse.files")
@@ -34,13 +36,38 @@ CHUNK_BYTES = 256 * 1024
 T = TypeVar("T")
 
 
+#: The sandbox whose filesystem this request's file calls see (see `inside`); None: the host's.
+_sandbox: ContextVar[Any] = ContextVar("bbrowse_files_sandbox", default=None)
+
+
+def inside(session: Any) -> None:
+    """From here on in this request, `run_blocking` calls run where the session's processes are: in its
+    sandbox (paths, symlinks included, resolve inside it; see `sandbox.Sandbox.run`), else on the host."""
+    _sandbox.set(sandbox_of(session))
+
+
+@contextlib.contextmanager
+def on_host() -> Iterator[None]:
+    """`run_blocking` calls in this block see the host (the service's own files: the upload spool)."""
+    token = _sandbox.set(None)
+    try:
+        yield
+    finally:
+        _sandbox.reset(token)
+
+
 async def run_blocking(func: Callable[..., T], *args: object) -> T:
     """Run a blocking call in a worker thread; if the caller is cancelled, wait for the call to finish first.
 
     Waiting matters for reads: the file descriptor a cancelled read still uses must not be closed
-    (and its number reused) under the thread, which `asyncio.to_thread` alone would allow.
+    (and its number reused) under the thread, which `asyncio.to_thread` alone would allow. After
+    `inside(session)` the thread is one of the session's sandbox.
     """
-    future = asyncio.get_running_loop().run_in_executor(None, func, *args)
+    sandbox = _sandbox.get()
+    if sandbox is not None:
+        future = sandbox.submit(func, *args)
+    else:
+        future = asyncio.get_running_loop().run_in_executor(None, func, *args)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

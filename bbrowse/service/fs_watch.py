@@ -30,12 +30,13 @@ import os
 import secrets
 import string
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, not_found
 from bbrowse.service.files import os_error, require_directory
 from bbrowse.service.fs_write import pseudo_mount_points
+from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
 from bbrowse.wire.fs import FileSystemEvent
 
@@ -93,6 +94,8 @@ class Watch:
     dropped: int = 0
     #: Pseudo filesystems (/proc, /sys) a recursive watch does not descend into.
     skip: frozenset[str] = frozenset()
+    #: Runs a path call where the session's files are: in its sandbox (`Sandbox.call`), else here.
+    where: Callable = field(default=lambda func, *args: func(*args))
     closed: bool = False
     #: Which reader has the events: a new reader takes over, and the previous one's stream ends.
     reader: int = 0
@@ -102,6 +105,9 @@ class Watch:
 
     def add(self, path: str, report_contents: bool) -> None:
         """Watch `path` (and, when recursive, the directories below it)."""
+        self.where(self._add, path, report_contents)
+
+    def _add(self, path: str, report_contents: bool) -> None:
         if path in self.skip:
             return
         wd = libc().inotify_add_watch(self.fd, os.fsencode(path), WATCH_MASK | IN_ONLYDIR)
@@ -126,7 +132,7 @@ class Watch:
             if report_contents:
                 self._push(FileSystemEvent(type="CREATE", path=child.path, name=child.name, is_dir=is_dir))
             if is_dir and self.recursive:
-                self.add(child.path, report_contents)
+                self._add(child.path, report_contents)
 
     def on_readable(self) -> None:
         try:
@@ -228,7 +234,9 @@ class WatchManager:
         return session.extras.setdefault(self.EXTRA_KEY, {})
 
     def start(self, session: Session, path: str, recursive: bool) -> Watch:
-        require_directory(path, f"{path} is not a directory (a watch follows a directory)")
+        sandbox = sandbox_of(session)
+        where = sandbox.call if sandbox is not None else (lambda func, *args: func(*args))
+        where(require_directory, path, f"{path} is not a directory (a watch follows a directory)")
         if recursive and path == "/":
             raise bad_request("refusing to watch the whole machine (/) recursively; name a directory in it", "path")
         watches = self._watches(session)
@@ -241,7 +249,7 @@ class WatchManager:
         loop = asyncio.get_running_loop()
         watch_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
         watch = Watch(watch_id=watch_id, root=path, recursive=recursive, fd=fd, loop=loop,
-                      skip=pseudo_mount_points() - {path} if recursive else frozenset())
+                      skip=pseudo_mount_points() - {path} if recursive else frozenset(), where=where)
         try:
             watch.add(path, report_contents=False)
         except OSError as exc:

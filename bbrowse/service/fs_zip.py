@@ -31,6 +31,7 @@ import zipfile
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, forbidden
 from bbrowse.service.files import field_error, require_directory
@@ -136,8 +137,9 @@ def _check_against_disk(dest: str, entries: list[Entry]) -> None:
                            "nothing was extracted")
 
 
-def extract_zip(zip_path: str, dest: str) -> int:
-    """Check, then extract the archive at `zip_path` into `dest` (made if missing); the entries written.
+def extract_zip(zip_path: str | BinaryIO, dest: str) -> int:
+    """Check, then extract the archive at `zip_path` (or open file) into `dest` (made if missing); the entries
+    written.
 
     Blocking: call through `run_blocking`.
     """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
+import shutil
 import signal
 import struct
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from bbrowse.service.errors import bad_request, forbidden
 from bbrowse.service.lifetime import die_with_service, watch_child
+from bbrowse.service.sandbox import WORKDIR, Sandbox
 from bbrowse.wire import ExecRequest
 
 #: `TERM` a PTY-backed process gets unless its request's `env` sets one.
@@ -188,17 +190,53 @@ def _take_controlling_tty() -> None:  # pragma: no cover - runs in the child bet
     die_with_service()
 
 
+def _inside_checks(cwd: str, command: str, path: str) -> tuple[str | None, str | None]:
+    """Run in the sandbox (see `Sandbox.call`): what is wrong with `cwd`, and the command's path."""
+    if not os.path.isdir(cwd):
+        return ("does not exist" if not os.path.exists(cwd) else "is not a directory"), None
+    return None, shutil.which(command, path=path) if "/" not in command else (
+        command if os.path.isfile(command) and os.access(command, os.X_OK) else None)
+
+
+def sandboxed_argv(request: ExecRequest, sandbox: Sandbox, tty: bool) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a process run inside the session's sandbox.
+
+    The working directory and the command are checked inside first, so a missing one is the same 400
+    as on the host rather than an exit code of `nsenter`."""
+    user = sandbox.user_for(request.as_user, request.as_root)
+    env = sandbox.env(user)
+    if tty:
+        env["TERM"] = PTY_TERM
+    env.update(request.env)
+    cwd = request.cwd or WORKDIR
+    problem, found = sandbox.call(_inside_checks, cwd, request.command, env.get("PATH", ""))
+    if problem is not None:
+        raise bad_request(f"working directory {cwd} {problem}", field="cwd")
+    if found is None:
+        raise bad_request(
+            f"command {request.command!r} not found" + ("" if "/" in request.command else " on PATH"),
+            field="command",
+        )
+    return [*sandbox.command_prefix(cwd, user), request.command, *request.args], env
+
+
 def launch(
-    request: ExecRequest, default_cwd: Path, *, tty: bool = False, rows: int = 24, cols: int = 80
+    request: ExecRequest, default_cwd: Path, *, tty: bool = False, rows: int = 24, cols: int = 80,
+    sandbox: Sandbox | None = None,
 ) -> Child:
-    """Start the child in its own session (so its whole process group can be signalled)."""
-    identity = resolve_identity(request)
-    cwd = resolve_cwd(request, default_cwd, identity)
-    env = child_env(request, identity, tty)
-    argv = [request.command, *request.args]
+    """Start the child in its own session (so its whole process group can be signalled); with a `sandbox`,
+    inside it (`nsenter` leads the session and forks the command into the sandbox's PID namespace)."""
     user_kwargs: dict = {}
-    if identity is not None:
-        user_kwargs = {"user": identity.uid, "group": identity.gid, "extra_groups": list(identity.groups)}
+    if sandbox is not None:
+        argv, env = sandboxed_argv(request, sandbox, tty)
+        cwd = "/"
+    else:
+        identity = resolve_identity(request)
+        cwd = resolve_cwd(request, default_cwd, identity)
+        env = child_env(request, identity, tty)
+        argv = [request.command, *request.args]
+        if identity is not None:
+            user_kwargs = {"user": identity.uid, "group": identity.gid, "extra_groups": list(identity.groups)}
 
     parent_fds: list[int] = []
     child_fds: list[int] = []

@@ -44,6 +44,7 @@ from bbrowse.service.errors import ServiceError, bad_request, internal_error, no
 from bbrowse.service.process_channel import GO_READ_BYTES, SharedChannel
 from bbrowse.service.process_launch import Child, launch, set_winsize
 from bbrowse.service.process_output import MAX_LAG_BYTES, STDERR, STDOUT, OutputLog
+from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
 from bbrowse.wire import ExecRequest, ExecResult, ProcessStatus, SpawnRequest, encode_b64
 
@@ -563,7 +564,8 @@ class ProcessManager:
         rows, cols = request.rows, request.cols
         if self.policy.kernel_vm and not {"rows", "cols"} <= request.model_fields_set:
             rows = cols = 0  # Go sets the size only when both are given: the PTY stays 0x0
-        child = launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols)
+        child = launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols,
+                       sandbox=sandbox_of(session))
         proc = ManagedProcess(child, request.command, policy=self.policy)
         self._register(session, proc, retain=True)
         proc.start(None if self.policy.kernel_vm else request.timeout_sec)  # Kernel's spawn ignores it
@@ -575,7 +577,7 @@ class ProcessManager:
         """Run to completion. A timeout ends it like `kill TERM` would; its exit code says so (143 or 137)."""
         capture = Capture()
         started = time.monotonic()
-        child = launch(request, session.workdir)
+        child = launch(request, session.workdir, sandbox=sandbox_of(session))
         proc = ManagedProcess(child, request.command, sink=capture.append, policy=self.policy)
         self._register(session, proc, retain=False)
         kernel_timeout = request.timeout_sec if self.policy.kernel_vm else None

@@ -24,6 +24,8 @@ from bbrowse.paths import serve_file, state_dir
 from bbrowse.service.app import create_app
 from bbrowse.service.cdp import reserve_devtools_fds
 from bbrowse.service.config import ServiceConfig
+from bbrowse.service.sandbox import no_sandbox_from_env
+from bbrowse.service.sandbox import probe as probe_sandbox
 from bbrowse.service.websocket_routes import WebSocketRegistry
 
 DEFAULT_PORT = 7780
@@ -105,6 +107,7 @@ def serve(
     verbose: bool = False,
     kernel_compat: bool = False,
     retention: RetentionLimits | None = None,
+    no_sandbox: bool = False,
     announce=print,
 ) -> None:
     reserve_devtools_fds()  # before anything is opened, see there
@@ -123,6 +126,8 @@ def serve(
         kernel_compat=kernel_compat, retention=retention or RetentionLimits(), vm_token_seconds=vm_token_seconds(),
     )
     setup_logging(config.service_log, verbose)
+    config.no_sandbox = no_sandbox or no_sandbox_from_env()
+    config.sandbox = probe_sandbox(config.no_sandbox)
     if not is_loopback(host) and not ssl_certfile:
         announce(
             f"warning: listening on {host} without TLS: the bearer token crosses the network in clear. "
@@ -132,9 +137,12 @@ def serve(
     if note := unknown_version_note(discovery):
         logging.getLogger("bbrowse.service").warning("%s", note)
     write_discovery(discovery, url=url, pid=os.getpid(), token=token, state_dir=config.state_dir,
-                    retention=config.retention)
+                    retention=config.retention, sandbox=config.sandbox.describe())
     announce(f"bbrowse serve listening on {url}" + (" (--kernel-compat: behaving as Kernel's VM)" if kernel_compat
                                                       else ""))
+    # Said once: whether sessions are sandboxed, and if not, why (also in `bbrowse info` and the service log).
+    announce(f"session sandbox: {config.sandbox.describe()}")
+    logging.getLogger("bbrowse.sandbox").info("session sandbox: %s", config.sandbox.describe())
     if generated:
         # Printed once, only when made here: a token that was given is already known to its owner.
         announce(f"token: {token}")

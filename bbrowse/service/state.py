@@ -26,6 +26,8 @@ from bbrowse.service.processes import DEFAULT_POLICY, KERNEL_COMPAT_POLICY, Proc
 from bbrowse.service.recorder import ReplayManager
 from bbrowse.service.replay_view import ReplayTokens
 from bbrowse.service.retention import Retention, clock_from_env
+from bbrowse.service.sandbox import SandboxManager
+from bbrowse.service.sandbox import probe as probe_sandbox
 from bbrowse.service.sessions import Session, SessionManager
 from bbrowse.service.stray_children import StrayReaper
 from bbrowse.service.vm_token import VmTokens
@@ -90,8 +92,11 @@ def build_state(config: ServiceConfig) -> ServiceState:
         upload_spool=_empty_spool(config.state_dir / "spool"),
         retention=retention,
     )
+    if config.sandbox is None:
+        config.sandbox = probe_sandbox(config.no_sandbox)
+    sandboxes = SandboxManager(config.sandbox)
     sessions.validators.append(browsers.validate)
-    sessions.on_create.append(browsers.on_create)
+    sessions.on_create.extend([sandboxes.on_create, browsers.on_create])  # the browser runs in the sandbox
     if config.kernel_compat:  # the VM going away: its sockets close first, with 1001
 
         async def close_sockets(session: Session) -> None:
@@ -104,6 +109,7 @@ def build_state(config: ServiceConfig) -> ServiceState:
         replays.on_delete,  # finalise the recording while the browser still runs
         browsers.on_delete,
         state.computer.on_delete,
+        sandboxes.on_delete,  # last: what is left in it ends with it, then its files go
     ])
     # What a killed service left: its Chromiums' temporary directories are swept, then its sessions are
     # restored, once every hook above is in place.

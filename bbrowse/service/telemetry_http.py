@@ -35,8 +35,8 @@ def session_of(path: str) -> tuple[str, str] | None:
 def operation_name(endpoint: Any, rest: str) -> str:
     """`exec` under `process/...` -> `ProcessExec` (the area first, as Kernel names its handlers)."""
     words = (getattr(endpoint, "__name__", "") or "unknown").split("_")
-    area = rest.split("/", 1)[0].rstrip("s")
-    if area and area not in words and f"{area}s" not in words:
+    area = rest.split("/", 1)[0]
+    if area and area not in words and area.removesuffix("s") not in words:
         words.insert(0, area)
     return "".join(word.capitalize() for word in words)
 

@@ -32,6 +32,9 @@ class BrowserCreateRequest(BaseModel):
     tags: dict[str, str] | None = None
     stealth: bool = False
     telemetry: TelemetryRequest | None = None
+    #: bbrowse extension: the session's sandbox has a network of its own with only loopback (`bbrowse serve`
+    #: sandboxes sessions; Kernel's cloud has no such switch, and ignores the field).
+    offline: bool = False
 
 
 class Browser(BaseModel):

@@ -42,6 +42,7 @@ async def _session_activity(session: Session, chunks: AsyncIterator[bytes]) -> A
 )
 async def read_file(session: ActiveSession, path: PathQuery) -> StreamingResponse:
     """The file's raw bytes, streamed in chunks with a Content-Length (chunked for size-0 pseudo-files)."""
+    files.inside(session)  # paths are the sandbox's
     path = files.require_absolute(path)
     file, st = await files.run_blocking(files.open_regular_file, path)
     length = st.st_size or None
@@ -53,9 +54,11 @@ async def read_file(session: ActiveSession, path: PathQuery) -> StreamingRespons
 @router.get("/browsers/{id_or_name}/fs/list_files", response_model=list[FileInfo])
 async def list_files(session: ActiveSession, path: PathQuery) -> list[FileInfo]:
     """The directory's entries, directories first, then by name; symlinks show their target's kind."""
+    files.inside(session)  # paths are the sandbox's
     return await files.run_blocking(files.list_directory, files.require_absolute(path))
 
 
 @router.get("/browsers/{id_or_name}/fs/file_info", response_model=FileInfo)
 async def file_info(session: ActiveSession, path: PathQuery) -> FileInfo:
+    files.inside(session)  # paths are the sandbox's
     return await files.run_blocking(files.file_info, files.require_absolute(path))

@@ -23,7 +23,7 @@ from starlette.responses import StreamingResponse
 
 from bbrowse.service import fs_write, fs_zip
 from bbrowse.service.errors import bad_request
-from bbrowse.service.files import field_error, require_absolute, run_blocking
+from bbrowse.service.files import field_error, inside, on_host, require_absolute, run_blocking
 from bbrowse.service.fs_multipart import MultipartError, MultipartReader, boundary_of
 from bbrowse.service.openapi import OpenApiResponses, errors
 from bbrowse.service.state import ActiveSession, State, service_state
@@ -92,6 +92,7 @@ async def write_file(
                                       json_schema_extra={"pattern": OCTAL_MODE_PATTERN})] = None,
 ) -> Response:
     """Create or replace a file with the request body (raw bytes), making its parent directories."""
+    inside(session)  # paths are the sandbox's
     path = require_absolute(path)
     file_mode = fs_write.parse_mode(mode)
     with session.in_use():
@@ -132,6 +133,7 @@ async def upload(session: ActiveSession, request: Request) -> Response:
     Each file is streamed into a temporary file beside its destination as it arrives; only when
     the whole form has been read and every file has its `dest_path` are they moved into place.
     """
+    inside(session)  # paths are the sandbox's
     reader = _reader(request)
     dests: dict[int, str] = {}
     staged: dict[int, fs_write.StagedFile] = {}
@@ -154,7 +156,8 @@ async def upload(session: ActiveSession, request: Request) -> Response:
                     target = await fs_write.stage(dests[index], None, f"files[{index}][dest_path]")
                     staged[index] = target
                 else:
-                    target = await fs_write.stage(_spool_path(request), None, field)
+                    with on_host():  # the spool is the service's, not the session's
+                        target = await fs_write.stage(_spool_path(request), None, field)
                     spooled[index] = target
                 await fs_write.write_chunks(target, reader.body())
             for index in sorted(set(dests) | set(staged) | set(spooled)):
@@ -189,26 +192,32 @@ async def _respool(spooled: fs_write.StagedFile, dest: str, field: str) -> fs_wr
     """Move a file received before its dest_path next to its destination (copying across filesystems)."""
     target = await fs_write.stage(dest, None, field)
     try:
-        await run_blocking(os.close, spooled.fd)
-        spooled.fd = -1
-        await run_blocking(_replace_or_copy, spooled.temp, target)
+        with on_host():
+            await run_blocking(os.close, spooled.fd)
+            spooled.fd = -1
+            source = await run_blocking(os.open, spooled.temp, os.O_RDONLY | os.O_CLOEXEC)
+        # Copied through descriptors: the spool is on the host, the destination maybe in a sandbox.
+        await run_blocking(_replace_or_copy, source, spooled.temp, target)
     except BaseException:
         await run_blocking(target.discard)
         raise
     finally:
-        await run_blocking(spooled.discard)
+        with on_host():
+            await run_blocking(spooled.discard)
     return target
 
 
-def _replace_or_copy(source: str, target: fs_write.StagedFile) -> None:
-    try:
-        os.replace(source, target.temp)
-        os.close(target.fd)
-        target.fd = os.open(target.temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-    except OSError:
-        with open(source, "rb") as src:
-            while chunk := src.read(fs_write.FLUSH_BYTES):
-                target.write(chunk)
+def _replace_or_copy(source_fd: int, source: str, target: fs_write.StagedFile) -> None:
+    """Move the spooled file into place (a rename when both are on the host's filesystem), else copy it."""
+    with open(source_fd, "rb") as src:
+        with contextlib.suppress(OSError):
+            if os.stat(source).st_ino == os.fstat(src.fileno()).st_ino:  # the spool is seen from here
+                os.replace(source, target.temp)
+                os.close(target.fd)
+                target.fd = os.open(target.temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                return
+        while chunk := src.read(fs_write.FLUSH_BYTES):
+            target.write(chunk)
 
 
 ZIP_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
@@ -222,6 +231,7 @@ ZIP_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data":
 async def upload_zip(session: ActiveSession, request: Request, spool: Annotated[Path, Depends(_spool)]) -> Response:
     """Extract a zip archive into `dest_path` (made if missing). The archive is checked whole first:
     an entry escaping the destination (`../`, an absolute name, a link leading out) refuses it all."""
+    inside(session)  # paths are the sandbox's
     reader = _reader(request)
     dest: str | None = None
     zip_path: str | None = None
@@ -234,20 +244,24 @@ async def upload_zip(session: ActiveSession, request: Request, spool: Annotated[
                     if zip_path is not None:
                         raise field_error(ZIP_FILE_FIELD, "given twice")
                     zip_path = str(spool / f"upload-{secrets.token_hex(8)}.zip")
-                    spooled = await fs_write.stage(zip_path, 0o600, ZIP_FILE_FIELD)
-                    try:
-                        await fs_write.write_chunks(spooled, reader.body())
-                        await run_blocking(spooled.commit)
-                    except BaseException:
-                        await run_blocking(spooled.discard)
-                        raise
+                    with on_host():  # the spool is the service's, not the session's
+                        spooled = await fs_write.stage(zip_path, 0o600, ZIP_FILE_FIELD)
+                        try:
+                            await fs_write.write_chunks(spooled, reader.body())
+                            await run_blocking(spooled.commit)
+                        except BaseException:
+                            await run_blocking(spooled.discard)
+                            raise
                 else:
                     raise field_error(part.name, f"unknown form field (expected {ZIP_FILE_FIELD} and {ZIP_DEST_FIELD})")
             if dest is None:
                 raise field_error(ZIP_DEST_FIELD, "missing: where should the archive be extracted?")
             if zip_path is None:
                 raise field_error(ZIP_FILE_FIELD, "missing: the archive was not sent")
-            await run_blocking(fs_zip.extract_zip, zip_path, dest)
+            with on_host():  # opened on the host, extracted where the session's files are
+                archive = await run_blocking(open, zip_path, "rb")
+            with archive:
+                await run_blocking(fs_zip.extract_zip, archive, dest)
     except MultipartError as exc:
         raise bad_request(str(exc), "body") from None
     finally:
@@ -263,6 +277,7 @@ async def upload_zip(session: ActiveSession, request: Request, spool: Annotated[
 @router.put(PREFIX + "/create_directory", status_code=201, response_class=Response, responses=CREATED)
 async def create_directory(session: ActiveSession, body: CreateDirectoryRequest) -> Response:
     """`mkdir -p` with the mode asked for (default 755); an existing directory is fine, a file there is 409."""
+    inside(session)  # paths are the sandbox's
     path = require_absolute(body.path)
     await run_blocking(fs_write.create_directory, path, fs_write.parse_mode(body.mode))
     return _done(201)
@@ -271,6 +286,7 @@ async def create_directory(session: ActiveSession, body: CreateDirectoryRequest)
 @router.put(PREFIX + "/delete_file", response_class=Response, responses=DONE)
 async def delete_file(session: ActiveSession, body: DeletePathRequest) -> Response:
     """Remove a file (a symlink itself, not what it points to); a directory is 400 (use delete_directory)."""
+    inside(session)  # paths are the sandbox's
     await run_blocking(fs_write.delete_file, require_absolute(body.path))
     return _done(200)
 
@@ -278,6 +294,7 @@ async def delete_file(session: ActiveSession, body: DeletePathRequest) -> Respon
 @router.put(PREFIX + "/delete_directory", response_class=Response, responses={**DONE, **errors(500)})
 async def delete_directory(session: ActiveSession, body: DeletePathRequest) -> Response:
     """Remove a directory and everything in it."""
+    inside(session)  # paths are the sandbox's
     await run_blocking(fs_write.delete_directory, require_absolute(body.path))
     return _done(200)
 
@@ -285,6 +302,7 @@ async def delete_directory(session: ActiveSession, body: DeletePathRequest) -> R
 @router.put(PREFIX + "/move", response_class=Response, responses=DONE)
 async def move(session: ActiveSession, body: MovePathRequest) -> Response:
     """Rename or move a file or directory; an existing `dest_path` is 409 unless `overwrite` is true."""
+    inside(session)  # paths are the sandbox's
     src = require_absolute(body.src_path, "src_path")
     dest = require_absolute(body.dest_path, "dest_path")
     await run_blocking(fs_write.move, src, dest, body.overwrite)
@@ -294,6 +312,7 @@ async def move(session: ActiveSession, body: MovePathRequest) -> Response:
 @router.put(PREFIX + "/set_file_permissions", response_class=Response, responses=DONE)
 async def set_file_permissions(session: ActiveSession, body: SetFilePermissionsRequest) -> Response:
     """chmod to `mode` (octal), and chown to `owner` / `group` (names or ids) when given."""
+    inside(session)  # paths are the sandbox's
     path = require_absolute(body.path)
     mode = fs_write.parse_mode(body.mode)
     assert mode is not None
@@ -311,6 +330,7 @@ async def set_file_permissions(session: ActiveSession, body: SetFilePermissionsR
 )
 async def download_dir_zip(session: ActiveSession, path: PathQuery) -> StreamingResponse:
     """The directory (recursively, links kept as links) as a zip archive, streamed as it is made."""
+    inside(session)  # paths are the sandbox's
     path = require_absolute(path)
     items = await run_blocking(fs_zip.collect, path)
     name = os.path.basename(path) or "root"

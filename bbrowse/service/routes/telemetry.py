@@ -188,6 +188,8 @@ async def telemetry_stream(
 
 async def _frames(session: Session, telemetry: TelemetryLog, after: int,
                   types: frozenset[str]) -> AsyncIterator[bytes]:
+    if after > 0:
+        yield b"id: %d\n\n" % after  # where this stream starts: a reconnect before any event resumes here
     while True:
         batch = telemetry.after(after)
         if batch:
