@@ -94,9 +94,11 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
 @click.option("--max-state-size", default="2G", show_default=True, envvar="BBROWSE_MAX_STATE_SIZE",
               callback=lambda ctx, param, value: _limit(parse_size, value),
               help="Past this size, remove ended sessions' files early, oldest first (e.g. 2G, 500M).")
+@click.option("--no-sandbox", "no_sandbox", is_flag=True, envvar="BBROWSE_NO_SANDBOX",
+              help="Run sessions on the host as this user, not each in its own sandbox (see the README).")
 @click.option("--stop", is_flag=True, help="Stop the running local service (e.g. the one commands started) and exit.")
 def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, verbose, kernel_compat, keep_for,
-                  max_state_size, stop) -> None:
+                  max_state_size, no_sandbox, stop) -> None:
     """Serve the Browser Instance Control Service locally.
 
     \b
@@ -118,7 +120,7 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
 
     serve(host=host, port=port, token=token, chromium_path=chromium_path,
           ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, verbose=verbose, kernel_compat=kernel_compat,
-          retention=RetentionLimits(keep_seconds=keep_for, max_bytes=max_state_size),
+          retention=RetentionLimits(keep_seconds=keep_for, max_bytes=max_state_size), no_sandbox=no_sandbox,
           announce=lambda line: click.echo(line, err=line.startswith("warning")))
 
 

@@ -72,6 +72,7 @@ async def stream_logs(
         if not path:
             raise files.field_error("path", "required when source=path")
         log_path = files.require_absolute(path)
+        files.inside(session)  # a path of the session's sandbox
     else:
         if not supervisor_process:
             raise files.field_error("supervisor_process", "required when source=supervisor")
