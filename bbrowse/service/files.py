@@ -105,7 +105,27 @@ def _mode_string(st: os.stat_result) -> str:
     return stat.filemode(st.st_mode)
 
 
-def info_from_stat(path: str, st: os.stat_result) -> FileInfo:
+#: Go's `FileMode.String()` letters (`dalTLDpSugct?`), as Linux stat bits map to them in `os.Stat`.
+_GO_TYPE_LETTERS = (
+    (lambda m: stat.S_ISDIR(m), "d"),
+    (lambda m: stat.S_ISLNK(m), "L"),
+    (lambda m: stat.S_ISBLK(m) or stat.S_ISCHR(m), "D"),
+    (lambda m: stat.S_ISFIFO(m), "p"),
+    (lambda m: stat.S_ISSOCK(m), "S"),
+    (lambda m: bool(m & stat.S_ISUID), "u"),
+    (lambda m: bool(m & stat.S_ISGID), "g"),
+    (lambda m: stat.S_ISCHR(m), "c"),
+    (lambda m: bool(m & stat.S_ISVTX), "t"),
+)
+
+
+def go_mode_string(mode: int) -> str:
+    """`mode` as Kernel's VM writes it (Go's `FileMode.String()`): `dtrwxrwxrwx`, `urwxr-xr-x`, `Lrwxrwxrwx`."""
+    kind = "".join(letter for test, letter in _GO_TYPE_LETTERS if test(mode)) or "-"
+    return kind + "".join(c if mode & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+
+
+def info_from_stat(path: str, st: os.stat_result, go_mode: bool = False) -> FileInfo:
     is_dir = stat.S_ISDIR(st.st_mode)
     return FileInfo(
         name=os.path.basename(path) or path,
@@ -113,7 +133,7 @@ def info_from_stat(path: str, st: os.stat_result) -> FileInfo:
         size_bytes=0 if is_dir else st.st_size,
         is_dir=is_dir,
         mod_time=datetime.fromtimestamp(st.st_mtime, UTC),
-        mode=_mode_string(st),
+        mode=go_mode_string(st.st_mode) if go_mode else _mode_string(st),
     )
 
 
@@ -128,10 +148,10 @@ def _stat_following_links(path: str) -> os.stat_result:
         return st
 
 
-def file_info(path: str) -> FileInfo:
+def file_info(path: str, go_mode: bool = False) -> FileInfo:
     """FileInfo of `path` (a symlink reports its target's kind, size and mode under its own name)."""
     try:
-        return info_from_stat(path, _stat_following_links(path))
+        return info_from_stat(path, _stat_following_links(path), go_mode)
     except OSError as exc:
         raise os_error(exc, path) from None
 
@@ -162,6 +182,25 @@ def list_directory(path: str) -> list[FileInfo]:
         raise os_error(exc, path) from None
     entries.sort(key=lambda info: (not info.is_dir, info.name))
     return entries
+
+
+def list_directory_as_kernel_vm(path: str) -> list[FileInfo] | None:
+    """Kernel's VM (`fs.go` ListFiles): entries lstat'd (a symlink is itself: `is_dir` false, mode `L...`),
+    by name as `os.ReadDir` sorts them, Go mode strings, and None (JSON null) for an empty directory."""
+    require_directory(path, f"not a directory: {path}")
+    entries: list[FileInfo] = []
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                child = entry.path if path != "/" else "/" + entry.name
+                try:
+                    entries.append(info_from_stat(child, os.lstat(child), go_mode=True))
+                except OSError:
+                    continue
+    except OSError as exc:
+        raise os_error(exc, path) from None
+    entries.sort(key=lambda info: info.name.encode("utf-8", "surrogateescape"))
+    return entries or None
 
 
 def _kind(mode: int) -> str:

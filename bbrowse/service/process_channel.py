@@ -32,7 +32,7 @@ GO_READ_BYTES = 4096
 class SharedChannel:
     def __init__(self, on_full: Callable[[], None], on_room: Callable[[], None]) -> None:
         self._queue: deque[bytes] = deque()
-        self._waiters: deque[asyncio.Future[bytes]] = deque()
+        self._waiters: deque[asyncio.Future[bytes | None]] = deque()
         self._on_full = on_full
         self._on_room = on_room
         self._pending_exit: bytes | None = None
@@ -55,7 +55,15 @@ class SharedChannel:
             self._pending_exit = frame
             return
         self._send(frame)
+        self._close()
+
+    def _close(self) -> None:
+        """`close(doneCh)`: every reader still waiting stops."""
         self.done = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _send(self, frame: bytes) -> None:
         while self._waiters:
@@ -73,11 +81,11 @@ class SharedChannel:
             if self._pending_exit is not None:
                 self._queue.append(self._pending_exit)
                 self._pending_exit = None
-                self.done = True
+                self._close()
             elif len(self._queue) < CHANNEL_EVENTS:
                 self._on_room()
             return frame
-        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
             return await waiter

@@ -46,7 +46,8 @@ class ExecRequest(BaseModel):
     as_user: str | None = Field(default=None, min_length=1)
     cwd: AbsolutePath | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    timeout_sec: int | None = Field(default=None, ge=1)
+    #: Seconds; 0 or absent: none (as Kernel's VM reads it).
+    timeout_sec: int | None = Field(default=None, ge=0)
 
 
 class SpawnRequest(ExecRequest):

@@ -15,7 +15,7 @@ from starlette.responses import StreamingResponse
 from bbrowse.service import files
 from bbrowse.service.openapi import errors
 from bbrowse.service.sessions import Session
-from bbrowse.service.state import ActiveSession
+from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import FileInfo
 
@@ -51,14 +51,20 @@ async def read_file(session: ActiveSession, path: PathQuery) -> StreamingRespons
     return StreamingResponse(body, media_type="application/octet-stream", headers=headers)
 
 
-@router.get("/browsers/{id_or_name}/fs/list_files", response_model=list[FileInfo])
-async def list_files(session: ActiveSession, path: PathQuery) -> list[FileInfo]:
-    """The directory's entries, directories first, then by name; symlinks show their target's kind."""
+@router.get("/browsers/{id_or_name}/fs/list_files", response_model=list[FileInfo] | None)
+async def list_files(session: ActiveSession, path: PathQuery, state: State) -> list[FileInfo] | None:
+    """The directory's entries, directories first, then by name; symlinks show their target's kind.
+
+    In --kernel-compat as Kernel's VM lists them: by name, symlinks lstat'd, Go modes, null when empty.
+    """
     files.inside(session)  # paths are the sandbox's
+    if state.config.kernel_compat:
+        return await files.run_blocking(files.list_directory_as_kernel_vm, files.require_absolute(path))
     return await files.run_blocking(files.list_directory, files.require_absolute(path))
 
 
 @router.get("/browsers/{id_or_name}/fs/file_info", response_model=FileInfo)
-async def file_info(session: ActiveSession, path: PathQuery) -> FileInfo:
+async def file_info(session: ActiveSession, path: PathQuery, state: State) -> FileInfo:
+    """In --kernel-compat the mode is Go's `FileMode.String()`, as Kernel's VM writes it."""
     files.inside(session)  # paths are the sandbox's
-    return await files.run_blocking(files.file_info, files.require_absolute(path))
+    return await files.run_blocking(files.file_info, files.require_absolute(path), state.config.kernel_compat)

@@ -47,9 +47,11 @@ async def start_watch(session: ActiveSession, manager: Manager, body: WatchStart
     responses={200: {"content": {"text/event-stream": {"schema": FileSystemEvent.model_json_schema()}},
                      "description": "SSE of filesystem events; ends when the watch ends"}},
 )
-async def watch_events(session: ActiveSession, manager: Manager, watch_id: str) -> StreamingResponse:
+async def watch_events(
+    session: ActiveSession, manager: Manager, watch_id: str, state: State
+) -> StreamingResponse:
     """The watch's events as they happen (those since it started first). A new stream of the same
-    watch takes over from the previous one, which ends."""
+    watch takes over from the previous one, which ends. In --kernel-compat, headers come with the first event."""
     watch = manager.get(session, watch_id)
 
     async def events() -> AsyncIterator[bytes]:
@@ -57,7 +59,7 @@ async def watch_events(session: ActiveSession, manager: Manager, watch_id: str) 
             async for event in watch.stream():
                 yield encode_event(event)
 
-    return sse_response(events())
+    return sse_response(events(), kernel_vm=state.config.kernel_compat)
 
 
 @router.delete(PREFIX + "/{watch_id}", status_code=204, response_class=Response,

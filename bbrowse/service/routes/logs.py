@@ -5,12 +5,17 @@ The stream's file is resolved and opened before the response starts, so a missin
 While the stream is open the session counts as in use; when the client goes away the follower is
 cancelled and its file closed.
 
-With `--kernel-compat`, `source=supervisor` behaves as in Kernel's VM, which does not implement it: one
-event saying `logs source not available`, then the stream ends (supervised programs log to files there).
+With `--kernel-compat` the stream is Kernel's VM's (`logs.go`): `source=supervisor`, or a `path` that is
+absent or relative, is one event `logs source not available` and a file it cannot open one event
+`failed to open log path`, then the stream ends (no 400/404); otherwise the file is polled every 50 ms
+until the client leaves, `follow=false` included (from the start instead of the end); a line is sent
+only once its newline has come (a partial last line never is) and empty lines are skipped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -66,8 +71,10 @@ async def stream_logs(
     `follow=false` sends the existing lines (the last `tail` ones if given) and ends; `follow=true`
     starts at the end (after the last `tail` lines if given) and streams lines as they are appended.
     """
-    if source is LogSource.SUPERVISOR and service_state(request).config.kernel_compat:
-        return sse_response(_source_not_available())
+    if service_state(request).config.kernel_compat:
+        if source is LogSource.PATH and path and path.startswith("/"):
+            return sse_response(_kernel_vm_lines(path, follow), kernel_vm=True)
+        return sse_response(_one_event(LOGS_SOURCE_NOT_AVAILABLE), kernel_vm=True)
     if source is LogSource.PATH:
         if not path:
             raise files.field_error("path", "required when source=path")
@@ -83,8 +90,45 @@ async def stream_logs(
     return sse_response(_events(session, follower))
 
 
-async def _source_not_available() -> AsyncIterator[bytes]:
-    yield encode_log_events([LOGS_SOURCE_NOT_AVAILABLE], utc_timestamp())
+async def _one_event(message: str) -> AsyncIterator[bytes]:
+    yield encode_log_events([message], utc_timestamp())
+
+
+#: Kernel's VM polls the file this often (`logs.go`'s ticker).
+KERNEL_POLL_SECONDS = 0.05
+KERNEL_READ_BYTES = 16 * 1024
+
+
+async def _kernel_vm_lines(path: str, follow: bool) -> AsyncIterator[bytes]:
+    """`logs.go`'s loop: complete non-empty lines, forever (the client leaving ends it)."""
+    try:
+        fd = await files.run_blocking(os.open, path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        yield encode_log_events([KERNEL_FAILED_TO_OPEN], utc_timestamp())
+        return
+    try:
+        offset = os.fstat(fd).st_size if follow else 0
+        remainder = b""
+        while True:
+            await asyncio.sleep(KERNEL_POLL_SECONDS)
+            size = os.fstat(fd).st_size
+            offset = min(offset, size)
+            lines: list[str] = []
+            while offset < size:
+                data = await files.run_blocking(os.pread, fd, min(KERNEL_READ_BYTES, size - offset), offset)
+                if not data:
+                    break
+                offset += len(data)
+                *complete, remainder = (remainder + data).split(b"\n")
+                lines += [line.decode(errors="replace") for line in complete if line]
+            if lines:
+                yield encode_log_events(lines, utc_timestamp())
+    finally:
+        os.close(fd)
+
+
+#: Kernel's VM's one event for a `path` it cannot open (`logs.go`).
+KERNEL_FAILED_TO_OPEN = "failed to open log path"
 
 
 @router.get("/browsers/{id_or_name}/logs/supervisors", response_model=list[str])
