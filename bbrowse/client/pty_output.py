@@ -339,10 +339,11 @@ class PtyOutput:
         first = True
         while True:
             try:
-                async with self.client.processes.stdout_stream(self.session_id, self.process_id) as events:
-                    if self.path != STREAM:
-                        self.path = STREAM
-                        self._on_path(STREAM)
+                stream = self.client.processes.stdout_stream(self.session_id, self.process_id)
+                if self.path != STREAM:  # said before the response: Kernel sends its headers with the first event
+                    self.path = STREAM
+                    self._on_path(STREAM)
+                async with stream as events:
                     failures, failing_since = 0, None
                     ending = _ExitHolder()
                     chunks = _output_of(events, ending)
@@ -364,6 +365,10 @@ class PtyOutput:
                     raise
                 failures, failing_since = await self._wait_to_retry(error, failures, failing_since)
             except (ConnectionLost, IncompleteStream) as error:
+                # Kernel: a stream opened after the exit may end without the exit event; the status has it.
+                exited = await self._exit_status()
+                if exited is not _RUNNING:
+                    return exited  # type: ignore[return-value]
                 self.reconnects += 1
                 first = False
                 failures, failing_since = await self._wait_to_retry(error, failures, failing_since)

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from bbrowse.client import BrowserClient
+from bbrowse.client import BrowserClient, is_symlink, parse_mode
 from bbrowse.commands import progress
 from bbrowse.commands.output import print_json, table, write_all
 from bbrowse.commands.runner import run
@@ -46,11 +46,20 @@ def cat_command(session: str, path: str) -> None:
 
 
 def long_rows(entries: list[FileInfo]) -> list[list[str]]:
-    return [[e.mode, human_bytes(e.size_bytes, compact=True) if not e.is_dir else "-", absolute_time(e.mod_time),
-             display_name(e)] for e in entries]
+    return [[shown_mode(e), human_bytes(e.size_bytes, compact=True) if not e.is_dir else "-",
+             absolute_time(e.mod_time), display_name(e)] for e in entries]
+
+
+def shown_mode(entry: FileInfo) -> str:
+    """The mode as `ls -l` writes it, whichever form the service used (Kernel's VM: Go's `dtrwxrwxrwx`)."""
+    mode = parse_mode(entry.mode)
+    return mode.ls() if mode is not None else entry.mode
 
 
 def display_name(entry: FileInfo) -> str:
+    """`name/` for a directory, `name@` for a symbolic link (as `ls -F`), else the name."""
+    if is_symlink(entry):
+        return entry.name + "@"
     return entry.name + ("/" if entry.is_dir else "")
 
 
@@ -60,7 +69,7 @@ def display_name(entry: FileInfo) -> str:
 @click.option("-l", "long", is_flag=True, help="Long listing: mode, size, modification time, name.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of FileInfo objects.")
 def ls_command(session: str, path: str, long: bool, as_json: bool) -> None:
-    """List a directory of the session's machine (directories end with /).
+    """List a directory of the session's machine (directories end with /, symbolic links with @).
 
     \b
     Examples:

@@ -1,7 +1,9 @@
 """`bbrowse logs`: print a session's log, a file or a supervised program, and follow it like `tail -f`.
 
 Each line is flushed as it arrives so `bbrowse logs ... | grep` sees it at once. Following runs until
-ctrl-c (exit 130) or until the session ends.
+ctrl-c (exit 130) or until the session ends, and holds the session alive meanwhile (`KeepAlive`: on
+Kernel a log stream is not activity). `--no-follow` ends on any service: Kernel's VM never ends a
+`follow=false` stream, so a file is read with `read_file` instead (`Logs.existing`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ import sys
 
 import click
 
-from bbrowse.client import BrowserClient
+from bbrowse.client import BrowserClient, KeepAlive
 from bbrowse.commands.output import print_json, write_all
 from bbrowse.commands.runner import run
-from bbrowse.wire import LogSource
+from bbrowse.wire import LogEvent, LogSource
 
 
 @click.command("logs")
@@ -41,21 +43,25 @@ def logs_command(session: str, path: str | None, supervisor: str | None, no_foll
     if (path is None) == (supervisor is None):
         raise click.UsageError("give exactly one of --path or --supervisor")
 
+    source = LogSource.PATH if path is not None else LogSource.SUPERVISOR
+    out = sys.stdout.fileno()
+
+    def show(event: LogEvent) -> None:
+        if as_json:
+            print_json(event, compact=True)
+        else:
+            write_all(out, event.message.encode("utf-8", "surrogateescape") + b"\n")
+
     async def work(client: BrowserClient) -> None:
-        events = client.logs.stream(
-            session,
-            source=LogSource.PATH if path is not None else LogSource.SUPERVISOR,
-            path=path,
-            supervisor_process=supervisor,
-            follow=not no_follow,
-            tail=tail,
-        )
-        out = sys.stdout.fileno()
-        async with events:
+        if no_follow:
+            async for event in client.logs.existing(session, source=source, path=path,
+                                                    supervisor_process=supervisor, tail=tail):
+                show(event)
+            return
+        events = client.logs.stream(session, source=source, path=path, supervisor_process=supervisor,
+                                    follow=True, tail=tail)
+        async with KeepAlive(client, session), events:
             async for event in events:
-                if as_json:
-                    print_json(event, compact=True)
-                else:
-                    write_all(out, event.message.encode("utf-8", "surrogateescape") + b"\n")
+                show(event)
 
     run(work)

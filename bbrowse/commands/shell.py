@@ -31,6 +31,13 @@ Pipe mode (stdin is not a terminal: `echo ls | bbrowse shell ID`)
 
 Kernel's cloud sends PTY output only over `attach` (nothing on `stdout/stream`), hence attach first in
 terminal mode; pipe mode has no PTY and reads `stdout/stream`, where stdout and stderr stay apart.
+
+On Kernel's VM the end is not always said: an attach may end with no exit frame (`PtyOutput` then
+learns the exit from `status`), a pipe's stream may end without its exit event (the status gives the
+code), and `stdin`, `resize` and `kill` answer 500 once the program is gone (input is then dropped, as
+for a closed stdin). The stream's response headers come only with its first event, so nothing waits for
+them: piped input is fed at once. A VM shutting down (close 1001) is said in one line, exit 255. While
+the session runs, a `KeepAlive` holds a CDP connection to it: on Kernel a shell is not activity.
 """
 
 from __future__ import annotations
@@ -48,11 +55,24 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import click
 
-from bbrowse.client import BrowserClient, ClientError, ConnectionLost, PtyOutput, ServiceError, StdinWriter
+from bbrowse.client import (
+    BrowserClient,
+    ClientError,
+    ConnectionLost,
+    IncompleteStream,
+    KeepAlive,
+    NotFound,
+    PtyOutput,
+    ServiceError,
+    SessionGone,
+    StdinWriter,
+    Stream,
+    VmGoingAway,
+)
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
 from bbrowse.config import DEFAULT_SHELL
-from bbrowse.wire import ProcessExitEvent, Signal
+from bbrowse.wire import ProcessExitEvent, Signal, StdoutStreamEvent
 
 #: Exit status after `~.`, as ssh uses for a connection it closed.
 EXIT_DISCONNECTED = 255
@@ -64,6 +84,8 @@ PIPE_QUEUE_BYTES = 16 * MAX_STDIN_BYTES
 HANGUP_TIMEOUT_SECONDS = 5.0
 #: How long the service may stay unreachable mid-session before bbrowse gives up on it.
 RECONNECT_GIVE_UP_SECONDS = 30.0
+#: A pipe's output stream that ended without the exit event: how long its status is asked for the code.
+EXIT_STATUS_WAIT_SECONDS = 3.0
 
 #: Pipe-mode wrapper, run as `sh -c PIPE_WRAPPER bbrowse-shell CMD...`: see the module docstring.
 PIPE_WRAPPER = (
@@ -212,9 +234,34 @@ class _Session:
         try:
             await self.client.processes.stdin(self.session, self.process_id, data)
         except ServiceError as exc:
-            if not _input_gone(exc):
+            if not _input_gone(exc) and not await self.exited():  # Kernel: 500 once the program is gone
                 raise
             raise _InputClosedError from None
+
+    async def exited(self) -> bool:
+        """The program has exited (or is gone), by its status now."""
+        try:
+            status = await self.client.processes.status(self.session, self.process_id)
+        except (NotFound, SessionGone):
+            return True
+        except ClientError:
+            return False
+        return status.state != "running"
+
+    async def exit_code_from_status(self) -> int:
+        """The exit status by `status` (the output ended without saying it): asked until the process
+        shows as exited, at most `EXIT_STATUS_WAIT_SECONDS`; 255 when it is unknown."""
+        deadline = self.loop.time() + EXIT_STATUS_WAIT_SECONDS
+        while True:
+            try:
+                status = await self.client.processes.status(self.session, self.process_id)
+            except (NotFound, SessionGone):
+                return EXIT_DISCONNECTED
+            if status.state != "running":
+                return status.exit_code if status.exit_code is not None else EXIT_DISCONNECTED
+            if self.loop.time() > deadline:
+                raise ConnectionLost(f"output of process {self.process_id} ended while it still runs")
+            await asyncio.sleep(0.1)
 
     async def hang_up(self) -> None:
         with contextlib.suppress(ClientError, TimeoutError):
@@ -266,7 +313,8 @@ class TerminalSession(_Session):
         self.output = PtyOutput(self.client, self.session, proc.process_id, on_output=self._show, size=(rows, cols),
                                 give_up_after=RECONNECT_GIVE_UP_SECONDS)
         try:
-            status, hangup = await self._interact()
+            async with KeepAlive(self.client, self.session):
+                status, hangup = await self._interact()
         except BaseException:
             await self.hang_up()
             raise
@@ -279,9 +327,19 @@ class TerminalSession(_Session):
     def _show(self, data: bytes) -> None:
         write_all(self.stdout, data)
 
+    async def exited(self) -> bool:
+        assert self.output is not None  # made by run() before anything is sent
+        return await self.output.exited()  # also ends the output's wait for an exit frame that may not come
+
     async def _copy_output(self) -> int:
         assert self.output is not None  # made by run() before anything reads it
-        code = await self.output.run()
+        try:
+            code = await self.output.run()
+        except VmGoingAway as exc:
+            reason = f" ({exc.reason})" if exc.reason else ""
+            sys.stderr.write(f"\r\nbbrowse: the session's VM is going away{reason}; "
+                             f"process {self.process_id} ends with it\r\n")
+            return EXIT_DISCONNECTED
         if code is None:
             sys.stderr.write(f"bbrowse: process {self.process_id} ended; its exit status is no longer known\r\n")
             return EXIT_DISCONNECTED
@@ -336,9 +394,11 @@ class TerminalSession(_Session):
             if size == self.size:
                 continue
             self.size = size
-            with contextlib.suppress(ServiceError):  # the program exited meanwhile: nothing to resize
-                assert self.output is not None
+            assert self.output is not None
+            try:
                 await self.output.resize(*size)
+            except ServiceError:  # the program exited meanwhile (Kernel: 500): the output says how it ended
+                await self.output.exited()
 
 
 class PipeSession(_Session):
@@ -355,8 +415,10 @@ class PipeSession(_Session):
         events = self.client.processes.stdout_stream(self.session, proc.process_id)
         installed: list[signal.Signals] = []
         try:
-            async with events:
-                self.start(self.copy_output(events, split_streams=True), ends_session=True)
+            async with KeepAlive(self.client, self.session):
+                # The stream opens in its task: Kernel sends its headers only with the first event, and the
+                # program may print nothing before it has read its input.
+                self.start(self._copy_piped(events), ends_session=True)
                 stdin = self.open_stdin(self._send_chunk, after=lambda: self.send_stdin(b"0\n"))
                 self._start_reader(stdin)
                 self.loop.add_signal_handler(signal.SIGINT, self._forward_interrupt)
@@ -376,6 +438,13 @@ class PipeSession(_Session):
         if hangup:
             await self.hang_up()
         return status
+
+    async def _copy_piped(self, events: Stream[StdoutStreamEvent]) -> int:
+        try:
+            async with events:
+                return await self.copy_output(events, split_streams=True)
+        except IncompleteStream:  # Kernel: the exit event can be lost to the end of the stream
+            return await self.exit_code_from_status()
 
     async def _send_chunk(self, data: bytes) -> None:
         await self.send_stdin(b"%d\n" % len(data) + data)

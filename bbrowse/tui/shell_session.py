@@ -6,7 +6,8 @@ endpoint, binary frames handed to `on_output` as they arrive (the terminal parse
 connection is reopened and the size nudged so full-screen programs repaint; the exit code comes from
 the exit frame or the process's status, never a hang. `write` sends bytes to the program's stdin
 through the `stdin` operation; the caller keeps the order (the terminal widget has one sender that
-joins keys typed while a request is in flight).
+joins keys typed while a request is in flight). A `stdin` or `resize` refused because the program has
+just exited (Kernel's VM answers 500 then) is no error: the exit shows instead.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 
-from bbrowse.client import BrowserClient, ClientError
+from bbrowse.client import BrowserClient, ClientError, ServiceError
 from bbrowse.client.pty_output import PtyOutput
 from bbrowse.config import DEFAULT_SHELL
 
@@ -99,7 +100,16 @@ class ShellSession:
     async def write(self, data: bytes) -> None:
         """Send bytes to the program's stdin now (never re-sent: a retry could type twice)."""
         if data and (process_id := self.live_process_id) is not None:
-            await self.client.processes.stdin(self.session_id, process_id, data)
+            try:
+                await self.client.processes.stdin(self.session_id, process_id, data)
+            except ServiceError:
+                if not await self._exited_meanwhile():
+                    raise
+
+    async def _exited_meanwhile(self) -> bool:
+        """After a refused call: True when the program has exited (its exit is then shown, not the error)."""
+        output = self.output
+        return self.exited or (output is not None and await output.exited())
 
     async def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == self._size or not self.running or self.output is None:
@@ -108,7 +118,8 @@ class ShellSession:
         try:
             await self.output.resize(rows, cols)
         except ClientError as error:
-            self._on_error(error)
+            if not (isinstance(error, ServiceError) and await self._exited_meanwhile()):
+                self._on_error(error)
 
     async def close(self) -> None:
         """Stop pumping; a still-running remote shell is hung up (HUP), like closing a terminal window."""

@@ -33,7 +33,7 @@ from textual.suggester import Suggester
 from textual.timer import Timer
 from textual.widgets import Input, ProgressBar, Static, Tree
 
-from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone
+from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone, is_symlink, parse_mode
 from bbrowse.humanize import absolute_time, human_bytes
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -361,6 +361,9 @@ class FilesPane(SessionPane):
     def _file_opened(self, event: RemoteFileTree.FileOpened) -> None:
         event.stop()
         info = event.entry.info
+        if info is not None and is_symlink(info):  # to a file or a directory: file_info (it follows) says
+            self._go(event.entry.path)
+            return
         self._open(event.entry.path, info.size_bytes if info else None)
 
     def _open(self, path: str, size: int | None) -> None:
@@ -653,8 +656,9 @@ class FilesPane(SessionPane):
         if entry is None:
             self.notify("Highlight a file or directory first", severity="warning")
             return
-        current = mode_bits(entry.info.mode) if entry.info is not None else None
-        shown = f" (now {entry.info.mode})" if entry.info is not None else ""
+        mode = parse_mode(entry.info.mode) if entry.info is not None else None  # ls -l or Go's form (Kernel)
+        current = mode.bits if mode is not None else None
+        shown = f" (now {mode.ls()})" if mode is not None else ""
         self._ask("chmod", f"Mode of {entry.path}{shown}, in octal:",
                   format(current, "o") if current is not None else "", entry.path)
 

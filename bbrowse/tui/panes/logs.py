@@ -12,6 +12,7 @@ written while it was down is not fetched again, and the pane says so with a gap 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import posixpath
 import re
 import time
@@ -27,12 +28,12 @@ from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 
-from bbrowse.client import BrowserClient, ClientError, is_permanent
+from bbrowse.client import BrowserClient, ClientError, Stream, is_permanent
 from bbrowse.client.errors import ConnectionLost
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
-from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
 
 #: Delays between reconnection attempts, then the last one forever.
 BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 5.0)
@@ -42,6 +43,10 @@ DEFAULT_HISTORY = 1000
 YIELD_EVERY_EVENTS = 512
 #: Supervised program opened by default, when the session has it.
 DEFAULT_PROGRAM = "chromium"
+#: A stream still without response headers after this long shows as live: Kernel's VM sends them only with
+#: the first event, so a quiet log would otherwise say "connecting…" for as long as it stays quiet. (A
+#: service that answers at once, bbrowse serve, shows live when it has really opened the log.)
+HEADERS_GRACE_SECONDS = 1.0
 
 HINT = "o open · x close · z zoom · / search · n/N next · f filter · w wrap · t time · j json · c copy · ctrl+s save"
 
@@ -96,6 +101,7 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
                 follow=True,
                 tail=target.history if not connected_once and target.history else None,
             )
+            await _open_showing_live(stream, panel)
             async with stream as events:
                 if lost_at is not None and connected_once:
                     view.add_gap(time.monotonic() - lost_at)
@@ -140,6 +146,22 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
         attempt += 1
         panel.connection = f"reconnecting in {delay:g} s ({reason})"
         await asyncio.sleep(delay)
+
+
+async def _open_showing_live(stream: Stream[LogEvent], panel: LogPanel) -> None:
+    """Open `stream`; the panel says "● live" once the request has gone out, headers or not."""
+    opening = asyncio.ensure_future(stream.open())
+    try:
+        done, _ = await asyncio.wait({opening}, timeout=HEADERS_GRACE_SECONDS)
+        if not done:
+            panel.connection = "● live"
+        await opening
+    except BaseException:
+        opening.cancel()
+        with contextlib.suppress(BaseException):
+            await opening
+        await stream.aclose()
+        raise
 
 
 class PathSuggester(Suggester):

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
-from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone
+from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone, VmGoingAway
 from bbrowse.tui.app_services import services
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.shell_session import ShellSession
@@ -24,6 +24,8 @@ from bbrowse.tui.terminal.widget import TerminalView
 
 GONE_BANNER = (b"\r\n\x1b[0m\x1b[1;7m the session was deleted \xe2\x80\x94 nothing to restart here;"
                b" esc: back to the sessions \x1b[0m")
+#: The session's VM closed the attach with 1001 (Kernel's VM shutting down); {reason} is what it said.
+GOING_AWAY_BANNER = "\r\n\x1b[0m\x1b[1;7m the session's VM is going away{reason} \u2014 the shell ended with it \x1b[0m"
 
 
 async def session_gone(client: BrowserClient, session_id: str) -> bool:
@@ -54,6 +56,8 @@ class ShellTab(TabPane):
         self.shell: ShellSession | None = None
         #: The session was deleted: the pane says so and offers no restart.
         self.gone = False
+        #: The VM closed the attach as going away (1001): its reason ("" when none), None otherwise.
+        self.going_away: str | None = None
 
     def on_mount(self) -> None:
         app = services(self)
@@ -113,7 +117,12 @@ class ShellTab(TabPane):
     @work(exclusive=True, group="shell-exit")
     async def _after_exit(self, code: int | None) -> None:
         """Offer a restart only when there is something to restart in: a deleted session (e.g. `bbrowse rm`
-        elsewhere, which hangs the shell up with 129) says so instead."""
+        elsewhere, which hangs the shell up with 129) says so instead; a VM going away says that."""
+        if self.going_away is not None:
+            reason = f" ({self.going_away})" if self.going_away else ""
+            self.terminal.feed(GOING_AWAY_BANNER.format(reason=reason).encode())
+            self._show_state("VM going away")
+            return
         if await session_gone(services(self).connected_client(), self.session_id):
             self.gone = True
             self.terminal.feed(GONE_BANNER)
@@ -125,6 +134,8 @@ class ShellTab(TabPane):
         self._show_state(f"exited {code}" if code is not None else "ended")
 
     def _error(self, error: BaseException) -> None:
+        if isinstance(error, VmGoingAway):
+            self.going_away = error.reason
         services(self).report_error(error, "Shell")
 
     @on(TerminalView.RestartRequested)

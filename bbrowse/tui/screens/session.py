@@ -23,6 +23,8 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
+from bbrowse.client import KeepAlive
+from bbrowse.tui.app_services import services
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.panes.logs import LogsPane
@@ -75,6 +77,7 @@ class SessionScreen(BbrowseScreen):
         self._take_focus = False
         #: The tab shown last (TabbedContent also announces the initial tab, which on_mount shows).
         self._current_tab: str | None = None
+        self._keepalive: KeepAlive | None = None
 
     @property
     def session_id(self) -> str:
@@ -102,7 +105,15 @@ class SessionScreen(BbrowseScreen):
         return self.tabbed.query_children(Tabs).first()
 
     async def on_mount(self) -> None:
+        # A CDP connection held while the session is shown: on Kernel only CDP, live-view and computer
+        # calls are activity, so a person in its shell or files would otherwise see it reaped.
+        self._keepalive = KeepAlive(services(self).connected_client(), self.session_id)
+        self._keepalive.start()
         await self._show(self.initial_tab, focus_pane=self.initial_tab not in TERMINAL_TABS)
+
+    async def on_unmount(self) -> None:
+        if self._keepalive is not None:
+            await self._keepalive.aclose()  # left: the session's own timeout applies again
 
     @on(TabbedContent.TabActivated, "#session-tabs")
     async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from bbrowse.client import ClientError
+from bbrowse.client import ClientError, is_symlink
 from bbrowse.tui.app_services import services
 from bbrowse.wire import FileInfo
 
@@ -47,9 +47,14 @@ class RemoteEntry:
 
 
 def entry_label(entry: RemoteEntry) -> Text:
-    """`name/` for directories (bold), `name` for files, hidden ones dim."""
+    """`name/` for directories (bold), `name@` for symbolic links (italic), `name` for files, hidden ones dim."""
     if entry.placeholder:
         return Text(f"⚠ {entry.error}" if entry.error else "", style="red" if entry.error else "dim italic")
+    if entry.info is not None and is_symlink(entry.info):  # a service that lstats (Kernel's VM) says so
+        label = Text(entry.name + "@", style="italic")
+        if entry.name.startswith("."):
+            label.stylize("dim")
+        return label
     label = Text(entry.name + ("/" if entry.is_dir and entry.name != "/" else ""))
     if entry.is_dir:
         label.stylize("bold")
