@@ -5,9 +5,16 @@ program asks for them; pastes."""
 from __future__ import annotations
 
 import pytest
+from terminal_cores import CORE_PARAMS, use_core
 
 from bbrowse.tui.terminal.core import TerminalCore
 from bbrowse.tui.terminal.keys import encode_paste
+
+
+@pytest.fixture(autouse=True, params=CORE_PARAMS)
+def core_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both terminal cores."""
+    return use_core(request, monkeypatch)
 
 CASES = [
     # key, character, normal cursor keys, application cursor keys (DECCKM on)

@@ -1,7 +1,7 @@
-"""`TerminalCore`: the terminal emulator behind the shell pane, on libghostty-vt (Ghostty's terminal
-core, through the `pyghostty` binding).
+"""`GhosttyCore`: the terminal core on libghostty-vt (Ghostty's terminal core, through the `pyghostty`
+binding), where pyghostty has a wheel (Linux x86_64 and aarch64). See `core.py` for the choice.
 
-The widget, the painter and the key encoder talk only to this class: bytes in (`feed`), size
+The widget, the painter and the key encoder talk only to the core's interface (`core.py`): bytes in (`feed`), size
 (`resize`), cursor and modes, the rows that changed since the last frame with their styled cells
 (`take_dirty` / `row`), the scrollback (`scroll_view`, `scrollback_text`), the title, and the
 replies the terminal writes back to the program (device attributes, cursor position reports, mode
@@ -23,20 +23,20 @@ from pyghostty import Terminal, ffi, lib
 from pyghostty._ffi import union_fn
 
 from . import flood
-from .cells import (
-    DEFAULT_ATTR,
+from .cells import DEFAULT_ATTR, Attr, Run
+from .core import TerminalCore
+from .ghostty_cells import (
     TAG_BG_PALETTE,
     TAG_BG_RGB,
     WIDE_SPACER_TAIL,
-    Attr,
-    Run,
     background_colour,
     cell_parts,
     decode_row,
     style_attr,
 )
-from .images import KittyImages, Placement
-from .keys import KeyEncoder
+from .ghostty_images import KittyImages
+from .ghostty_keys import KeyEncoder
+from .images import Placement
 
 # Pixel size of a cell as reported to programs (CSI 14/16 t) and used to size kitty images: a
 # typical terminal font; the half-block drawing shows 1 x 2 of these "pixels" per cell.
@@ -178,8 +178,12 @@ class _RowReaders:
         return "".join(map(chr, buffer))
 
 
-class TerminalCore:
+class GhosttyCore(TerminalCore):
     """A terminal of `cols` x `rows` cells with about `scrollback` lines of history."""
+
+    name = "ghostty"
+    label = "libghostty-vt (pyghostty)"
+    supports_images = True
 
     def __init__(self, cols: int = 80, rows: int = 24, scrollback: int = 10_000) -> None:
         self.scrollback_limit = scrollback

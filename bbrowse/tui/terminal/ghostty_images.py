@@ -14,10 +14,10 @@ must not be able to make the app read local files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from PIL import Image
 from pyghostty import ffi, lib
+
+from .images import Placement
 
 _MODES = {
     lib.GHOSTTY_KITTY_IMAGE_FORMAT_RGB: "RGB",
@@ -26,19 +26,6 @@ _MODES = {
     lib.GHOSTTY_KITTY_IMAGE_FORMAT_GRAY: "L",
 }
 _MAX_DECODED_PIXELS = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A visible image: `picture` covers `cols` x `rows` cells from (`col`, `row`) of the view (the
-    origin may be above or left of the view when the image is partly scrolled away)."""
-
-    key: tuple[int, ...]  # changes whenever the pixels or the geometry change
-    picture: Image.Image = field(compare=False)  # compared through `key` (pixels are not compared)
-    col: int
-    row: int
-    cols: int
-    rows: int
 
 
 def _decode_png(_userdata, allocator, data, length, out) -> bool:

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pyghostty import ffi, lib
 from textual.keys import REPLACED_KEYS, key_to_character
 
 SHIFT = 1
@@ -51,18 +50,6 @@ _CONTROL = {
     "^": 0x1E, "6": 0x1E, "~": 0x1E, "_": 0x1F, "7": 0x1F, "-": 0x1F, "/": 0x1F, "8": 0x7F, "?": 0x7F,
 }
 
-# libghostty's key functions, looked up once (attribute access on `lib` is slow in cffi's ABI mode).
-_SUCCESS = lib.GHOSTTY_SUCCESS
-_PRESS = lib.GHOSTTY_KEY_ACTION_PRESS
-_set_action = lib.ghostty_key_event_set_action
-_set_key = lib.ghostty_key_event_set_key
-_set_mods = lib.ghostty_key_event_set_mods
-_set_consumed = lib.ghostty_key_event_set_consumed_mods
-_set_utf8 = lib.ghostty_key_event_set_utf8
-_set_unshifted = lib.ghostty_key_event_set_unshifted_codepoint
-_setopt_from_terminal = lib.ghostty_key_encoder_setopt_from_terminal
-_encode = lib.ghostty_key_encoder_encode
-
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
 
@@ -71,7 +58,7 @@ PASTE_END = "\x1b[201~"
 class KeyPress:
     """A key press in the encoder's terms."""
 
-    key: int  # GhosttyKey: the physical key (US layout), or GHOSTTY_KEY_UNIDENTIFIED
+    key: str  # the physical key (US layout) by libghostty's name (`ARROW_UP`, `A`, `DIGIT_1`), or ""
     mods: int  # SHIFT | CTRL | ALT
     text: str  # what the key types without ctrl/alt ("" for function keys)
     unshifted: int  # the key's unshifted codepoint (0 for function keys)
@@ -108,7 +95,7 @@ def key_press(key: str, character: str | None) -> KeyPress | bytes | None:
     named = _NAMED.get(base)
     if named is not None:
         space = base == "space"
-        return KeyPress(getattr(lib, f"GHOSTTY_KEY_{named}"), mods, " " if space else "", 32 if space else 0)
+        return KeyPress(named, mods, " " if space else "", 32 if space else 0)
     char = _base_character(base, None if mods & (CTRL | ALT) else character)
     if char is None:
         if character and len(character) == 1 and (ord(character) < 0x20 or character == "\x7f"):
@@ -120,63 +107,17 @@ def key_press(key: str, character: str | None) -> KeyPress | bytes | None:
     if unshifted != char:
         mods |= SHIFT  # "A" or "?" are shifted keys even when Textual names no shift
     if "a" <= unshifted <= "z":
-        code = getattr(lib, f"GHOSTTY_KEY_{unshifted.upper()}")
+        code = unshifted.upper()
     elif "0" <= unshifted <= "9":
-        code = getattr(lib, f"GHOSTTY_KEY_DIGIT_{unshifted}")
+        code = f"DIGIT_{unshifted}"
     elif unshifted in _PUNCTUATION:
-        code = getattr(lib, f"GHOSTTY_KEY_{_PUNCTUATION[unshifted]}")
+        code = _PUNCTUATION[unshifted]
     else:
-        code = lib.GHOSTTY_KEY_UNIDENTIFIED
+        code = ""
     return KeyPress(code, mods, char, ord(unshifted[0]))
 
 
-class KeyEncoder:
-    """libghostty's key encoder and one reusable key event."""
-
-    def __init__(self) -> None:
-        encoder = ffi.new("GhosttyKeyEncoder*")
-        if lib.ghostty_key_encoder_new(ffi.NULL, encoder) != lib.GHOSTTY_SUCCESS:
-            raise MemoryError("libghostty: key_encoder_new")
-        self._encoder = ffi.gc(encoder[0], lib.ghostty_key_encoder_free)
-        event = ffi.new("GhosttyKeyEvent*")
-        if lib.ghostty_key_event_new(ffi.NULL, event) != lib.GHOSTTY_SUCCESS:
-            raise MemoryError("libghostty: key_event_new")
-        self._event = ffi.gc(event[0], lib.ghostty_key_event_free)
-        self._out = ffi.new("char[]", 128)
-        self._written = ffi.new("size_t*")
-
-    def encode(self, terminal, key: str, character: str | None, kitty_flags: int = 0) -> bytes | None:
-        """The bytes for a key press with `terminal`'s current modes, or None.
-
-        Without the kitty protocol, a ctrl chord that xterm sends as a control character goes as that
-        character: libghostty would send a fixterms `CSI ... u` (for ctrl+shift+c, ctrl+@, ctrl+[),
-        which a program that did not ask for it cannot read."""
-        press = key_press(key, character)
-        if press is None or isinstance(press, bytes):
-            return press
-        event = self._event
-        _set_action(event, _PRESS)
-        _set_key(event, press.key)
-        _set_mods(event, press.mods)
-        # Shift is "consumed" when it made the text (A, ?): the key is then plain text, not a chord.
-        shifted_text = press.mods & SHIFT and press.text and ord(press.text[0]) != press.unshifted
-        _set_consumed(event, SHIFT if shifted_text else 0)
-        text = press.text.encode("utf-8", "surrogateescape")
-        self._text = text  # the event borrows the bytes until the next key
-        _set_utf8(event, text or ffi.NULL, len(text))
-        _set_unshifted(event, press.unshifted)
-        _setopt_from_terminal(self._encoder, terminal)
-        if _encode(self._encoder, event, self._out, 128, self._written) != _SUCCESS or not self._written[0]:
-            return None
-        data = ffi.buffer(self._out, self._written[0])[:]
-        if not kitty_flags and press.mods & CTRL and data.startswith(b"\x1b[") and data.endswith(b"u"):
-            control = _legacy_control(press)
-            if control is not None:
-                return control
-        return data
-
-
-def _legacy_control(press: KeyPress) -> bytes | None:
+def legacy_control(press: KeyPress) -> bytes | None:
     """xterm's byte for a ctrl chord (ESC-prefixed with alt), or None if it has none."""
     char = press.text.lower() if press.text else ""
     code: int | None
@@ -188,6 +129,93 @@ def _legacy_control(press: KeyPress) -> bytes | None:
             return None
     return (b"\x1b" if press.mods & ALT else b"") + bytes([code])
 
+
+# xterm's final bytes / numbers for the keys that are not text.
+_CURSOR = {"ARROW_UP": "A", "ARROW_DOWN": "B", "ARROW_RIGHT": "C", "ARROW_LEFT": "D", "HOME": "H", "END": "F"}
+_TILDE = {"INSERT": 2, "DELETE": 3, "PAGE_UP": 5, "PAGE_DOWN": 6, "F5": 15, "F6": 17, "F7": 18, "F8": 19, "F9": 20,
+          "F10": 21, "F11": 23, "F12": 24}
+_SS3_F = {"F1": "P", "F2": "Q", "F3": "R", "F4": "S"}
+_C0 = {"ENTER": (b"\r", 13), "TAB": (b"\t", 9), "BACKSPACE": (b"\x7f", 127), "ESCAPE": (b"\x1b", 27)}
+
+
+def _mods_param(mods: int) -> int:
+    return 1 + (1 if mods & SHIFT else 0) + (2 if mods & ALT else 0) + (4 if mods & CTRL else 0)
+
+
+class PythonKeyEncoder:
+    """xterm's key encodings in Python, for the portable core: legacy sequences with DECCKM,
+    modifyOtherKeys (level 2, as vim asks) and the kitty keyboard protocol's disambiguate, report-all
+    and report-text flags. Checked against libghostty's encoder key by key where both are installed."""
+
+    def encode(self, key: str, character: str | None, *, cursor_keys: bool, modify_other_keys: int,
+               kitty_flags: int) -> bytes | None:
+        press = key_press(key, character)
+        if press is None or isinstance(press, bytes):
+            return press
+        mods, name = press.mods, press.key
+        param = _mods_param(mods)
+        if name in _CURSOR:
+            final = _CURSOR[name]
+            if param > 1:
+                return f"\x1b[1;{param}{final}".encode()
+            return f"\x1bO{final}".encode() if cursor_keys else f"\x1b[{final}".encode()
+        if name in _TILDE:
+            number = _TILDE[name]
+            return f"\x1b[{number};{param}~".encode() if param > 1 else f"\x1b[{number}~".encode()
+        if name in _SS3_F:
+            final = _SS3_F[name]
+            return f"\x1b[1;{param}{final}".encode() if param > 1 else f"\x1bO{final}".encode()
+        if kitty_flags:
+            return self._kitty(press, param, kitty_flags)
+        if name in _C0:
+            plain, code = _C0[name]
+            if name == "TAB" and mods == SHIFT:
+                return b"\x1b[Z"
+            if name == "BACKSPACE" and mods & CTRL:
+                plain = b"\x08"
+            if modify_other_keys == 2 and mods & ~SHIFT and name != "ESCAPE" and not (name == "BACKSPACE"):
+                return f"\x1b[27;{param};{code}~".encode()
+            return (b"\x1b" if mods & ALT else b"") + plain
+        text = press.text
+        if mods & CTRL and modify_other_keys == 2:
+            return f"\x1b[27;{param};{press.unshifted}~".encode()
+        if mods & CTRL:
+            control = legacy_control(press)
+            if control is not None:
+                return control
+            if modify_other_keys:
+                return f"\x1b[27;{param};{press.unshifted}~".encode()
+            return None
+        if not text:
+            return None
+        return (b"\x1b" if mods & ALT else b"") + text.encode("utf-8", "surrogateescape")
+
+    @staticmethod
+    def _kitty(press: KeyPress, param: int, flags: int) -> bytes | None:
+        """The kitty keyboard protocol (CSI code ; mods u) for text and C0 keys."""
+        mods, name, text = press.mods, press.key, press.text
+        report_all = bool(flags & 8)
+        if name in _C0:
+            plain, code = _C0[name]
+            if name == "ESCAPE" or report_all or mods:
+                return f"\x1b[{code};{param}u".encode() if param > 1 else f"\x1b[{code}u".encode()
+            return plain
+        code = press.unshifted or (ord(text[0]) if text else 0)
+        if not code:
+            return None
+        shifted_text = mods == SHIFT and text and ord(text[0]) != code
+        if not report_all and (not mods or shifted_text) and text:
+            return text.encode("utf-8", "surrogateescape")
+        if not report_all and mods == SHIFT:
+            return text.encode("utf-8", "surrogateescape")
+        head = f"\x1b[{code}"
+        modifier = str(param) if param > 1 else ""
+        associated = ""
+        if flags & 16 and text and not mods & (CTRL | ALT):
+            associated = ";" + ":".join(str(ord(c)) for c in text)
+        if modifier or associated:
+            return f"{head};{modifier}{associated}u".encode()
+        return f"{head}u".encode()
 
 def encode_paste(text: str, bracketed: bool) -> bytes:
     """Pasted text as a terminal sends it: newlines as CR, and bracketed when the program asked.
