@@ -1,4 +1,4 @@
-"""One session: tabs for its shells, logs, files, screenshot and replays.
+"""One session: tabs for its shells, logs, files, screenshot, replays and events.
 
 Panes are mounted the first time their tab is shown, so opening a session starts only the shell,
 and a pane's streams and timers belong to it (they stop when the screen closes).
@@ -9,8 +9,10 @@ Keys, as terminal tabs and k9s do it:
 - `alt+1`…`alt+5` switch tabs from anywhere, inside a terminal too (shells and vim leave them alone);
   plain `1`–`5` wherever focus is not in a terminal or a text field; a click on a tab works too;
 - inside a terminal every key goes to the program, Esc included; `ctrl+]` leaves it.
-A tab shown again gets back the focus it had (the terminal, if the user was typing there); a tab
-picked with a number key takes the keyboard, one picked with the arrows on the tab bar leaves it there.
+A tab shown again gets back the focus it had, except inside a terminal: Shells, however picked (`1`,
+`alt+1`, a click), always lands on the tab bar, and `enter` goes into the shell, so the next key meant for
+the app is never typed into the remote program. A tab picked with a number key takes the keyboard, one
+picked with the arrows on the tab bar leaves it there.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 from bbrowse.client import KeepAlive
 from bbrowse.tui.app_services import services
 from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.panes.events import EventsPane
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.panes.logs import LogsPane
 from bbrowse.tui.panes.replays import ReplaysPane
@@ -45,6 +48,7 @@ TABS: tuple[tuple[str, str, PaneFactory], ...] = (
     ("files", "Files", FilesPane),
     ("screenshot", "Screenshot", ScreenshotPane),
     ("replays", "Replays", ReplaysPane),
+    ("events", "Events", EventsPane),
 )
 
 #: The tab whose home is the tab bar: its pane is a terminal, where keys would go to the program.
@@ -149,18 +153,18 @@ class SessionScreen(BbrowseScreen):
         self.tab_bar.focus()
 
     def _focus_pane(self, tab_id: str, *, into: bool = False, first_view: bool = False) -> None:
-        """The widget the tab had, else the pane's default; a terminal tab's default is the tab bar,
+        """The widget the tab had, else the pane's default; a terminal tab always lands on the tab bar,
         unless `into` (enter), which goes into the pane (the shell)."""
         if self.tabbed.active != tab_id:
             return
         pane = self.query_one(f"#{tab_id}", TabPane)
         remembered = None if first_view else self._focus_in_tab.get(tab_id)
+        if tab_id in TERMINAL_TABS and not into:
+            self._focus_tab_bar()
+            return
         if not into and remembered is not None and remembered.is_attached and remembered.focusable \
                 and pane in remembered.ancestors:
             remembered.focus()
-            return
-        if tab_id in TERMINAL_TABS and not into:
-            self._focus_tab_bar()
             return
         content = pane.children[0] if pane.children else None
         if isinstance(content, SessionPane):

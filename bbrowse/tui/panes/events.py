@@ -1,0 +1,466 @@
+"""Events of a session (its telemetry): a live list, filters, a detail view, and the replay's frame at an event.
+
+Workers report, handlers draw: the stream worker only appends envelopes to an inbox and posts
+`EventsArrived` (at most one in flight, so a page producing 10,000 events a second costs one message per
+drawn frame, not one per event); the replay worker posts `FrameReady`. The `@on` handlers of the mounted
+pane draw. A worker that outlives its pane posts to a pane that is gone, which draws nothing.
+
+The list is a line-API widget over a plain list, so its cost per frame does not grow with the events held.
+The frame view downloads the replay that covers the event once (client side, so it works on Kernel's cloud
+as on `bbrowse serve`, which have no frame route) and has ffmpeg seek it (`-ss` before `-i`: a keyframe
+seek, then decoding to the exact time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import tempfile
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input, Static
+
+from bbrowse.client import ClientError
+from bbrowse.client.telemetry import is_error, summary
+from bbrowse.tui.panes.base import SessionPane
+from bbrowse.wire import Replay
+from bbrowse.wire.telemetry import TelemetryEnvelope
+
+#: Category filter, cycled by `f` (None: every category).
+CATEGORY_CYCLE: tuple[str | None, ...] = (None, "console", "network", "page", "control", "connection", "system")
+#: Events the pane holds; past this the oldest go (the service keeps its own bound).
+MAX_EVENTS = 500_000
+#: Frame step of the frame view, in seconds.
+FRAME_STEP = 0.1
+
+
+def event_time(envelope: TelemetryEnvelope) -> str:
+    return datetime.fromtimestamp(envelope.event.ts / 1_000_000, UTC).astimezone().strftime("%H:%M:%S.%f")[:-3]
+
+
+def event_json(envelope: TelemetryEnvelope) -> str:
+    return json.dumps(envelope.model_dump(exclude_none=True), indent=2, ensure_ascii=False)
+
+
+class EventsArrived(Message):
+    """New envelopes are in the pane's inbox."""
+
+
+class StreamEnded(Message):
+    def __init__(self, error: str | None) -> None:
+        super().__init__()
+        self.error = error
+
+
+class FrameReady(Message):
+    def __init__(self, png: bytes | None, note: str) -> None:
+        super().__init__()
+        self.png = png
+        self.note = note
+
+
+class EventList(ScrollView, can_focus=True):
+    """The shown events, one line each; the cursor row is highlighted, errors in red."""
+
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("pageup", "move(-20)", "Page up", show=False),
+        Binding("pagedown", "move(20)", "Page down", show=False),
+        Binding("home,g", "jump(0)", "First", show=False),
+        Binding("end,G", "jump(-1)", "Last", show=False),
+    ]
+    DEFAULT_CSS = "EventList { height: 1fr; }"
+
+    class CursorMoved(Message):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__(id="events-list")
+        self.rows: list[TelemetryEnvelope] = []
+        self.cursor = -1
+
+    def set_rows(self, rows: list[TelemetryEnvelope], *, follow: bool) -> None:
+        self.rows = rows
+        if follow or self.cursor >= len(rows):
+            self.cursor = len(rows) - 1
+        self.virtual_size = Size(self.size.width, len(rows))
+        if follow:
+            self.scroll_end(animate=False, immediate=True)
+        self.refresh()
+
+    def selected(self) -> TelemetryEnvelope | None:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def action_move(self, delta: int) -> None:
+        self.select(max(0, min(len(self.rows) - 1, self.cursor + delta)))
+
+    def action_jump(self, where: int) -> None:
+        self.select(len(self.rows) - 1 if where < 0 else 0)
+
+    def select(self, index: int) -> None:
+        self.cursor = index
+        self.scroll_to_region(self._row_region(index), animate=False, immediate=True)
+        self.refresh()
+        self.post_message(self.CursorMoved())
+
+    def _row_region(self, index: int) -> Region:
+        return Region(0, index, 1, 1)
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.size.width
+        if index >= len(self.rows):
+            return Strip.blank(width)
+        envelope = self.rows[index]
+        event = envelope.event
+        line = f"{event_time(envelope)}  {event.category:<10} {event.type:<24} {summary(envelope)}"
+        style = Style(color="red", bold=True) if is_error(envelope) else Style()
+        if index == self.cursor:
+            style += Style(reverse=True)
+        return Strip([Segment(line[:width].ljust(width), style)], width)
+
+
+class EventsPane(SessionPane):
+    BINDINGS = [
+        Binding("space", "toggle_follow", "Follow / pause", id="events.follow"),
+        Binding("f", "cycle_category", "Category", id="events.category"),
+        Binding("e", "toggle_errors", "Errors only", id="events.errors"),
+        Binding("slash", "search", "Filter (regex)", id="events.search"),
+        Binding("enter", "toggle_detail", "Details", id="events.detail"),
+        Binding("c", "copy", "Copy JSON", id="events.copy"),
+        Binding("v", "frame", "Replay frame", id="events.frame"),
+        Binding("comma", "step(-1)", "Frame back", id="events.frame_back", show=False),
+        Binding("full_stop", "step(1)", "Frame on", id="events.frame_on", show=False),
+        Binding("left_square_bracket", "jump_event(-1)", "Previous event", id="events.prev", show=False),
+        Binding("right_square_bracket", "jump_event(1)", "Next event", id="events.next", show=False),
+    ]
+    DEFAULT_CSS = """
+    EventsPane { height: 1fr; }
+    EventsPane #events-status { height: 1; color: $text-muted; }
+    EventsPane #events-search { display: none; height: 3; }
+    EventsPane #events-search.active { display: block; }
+    EventsPane #events-detail { display: none; height: 45%; border-top: solid $primary; overflow-y: auto; }
+    EventsPane #events-detail.active { display: block; }
+    EventsPane #events-frame { display: none; height: 60%; border-top: solid $primary; }
+    EventsPane #events-frame.active { display: block; }
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.events: list[TelemetryEnvelope] = []
+        self.shown: list[TelemetryEnvelope] = []
+        self.category: str | None = None
+        self.errors_only = False
+        self.pattern: re.Pattern[str] | None = None
+        self.following = True
+        self.unseen = 0
+        self.ended: str | None = None
+        self._inbox: deque[TelemetryEnvelope] = deque()
+        self._in_flight = False
+        self._requests: dict[str, TelemetryEnvelope] = {}
+        self._frame_at: float | None = None
+        self._replay_file: tuple[str, Path, Replay] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="events-status", markup=False)
+        yield Input(placeholder="regex over the summary and type; enter applies, esc leaves", id="events-search")
+        yield EventList()
+        yield Static("", id="events-detail", markup=False)
+        yield Static("", id="events-frame", markup=False)
+
+    def focus_default(self) -> None:
+        self.query_one(EventList).focus()
+
+    def on_mount(self) -> None:
+        self._draw_status()
+        self._follow_stream()
+
+    # the workers (no widget is touched here) ------------------------------------------
+
+    @work(exclusive=True, group="events-stream")
+    async def _follow_stream(self) -> None:
+        error: str | None = None
+        try:
+            stream = self.client.telemetry.follow(self.session_id, replay_all=True)
+            async with stream:
+                async for envelope in stream:
+                    self._inbox.append(envelope)
+                    if not self._in_flight:
+                        self._in_flight = True
+                        self.post_message(EventsArrived())
+        except ClientError as exc:
+            error = str(exc)
+        self.post_message(StreamEnded(error))
+
+    # the handlers (draw) ---------------------------------------------------------------
+
+    @on(EventsArrived)
+    def _arrived(self) -> None:
+        self._in_flight = False
+        new = list(self._inbox)
+        self._inbox.clear()
+        for envelope in new:
+            if envelope.event.type == "network_request":
+                request_id = (envelope.event.data or {}).get("request_id")
+                if request_id:
+                    self._requests[str(request_id)] = envelope
+        self.events.extend(new)
+        if len(self.events) > MAX_EVENTS:
+            del self.events[: len(self.events) - MAX_EVENTS]
+            self._refilter()
+            return
+        matching = [e for e in new if self._matches(e)]
+        if matching:
+            self.shown.extend(matching)
+            if not self.following:
+                self.unseen += len(matching)
+            self.query_one(EventList).set_rows(self.shown, follow=self.following)
+        self._draw_status()
+
+    @on(StreamEnded)
+    def _ended(self, message: StreamEnded) -> None:
+        self.ended = message.error or "the session has ended: these are its kept events"
+        self._draw_status()
+
+    @on(EventList.CursorMoved)
+    def _cursor_moved(self) -> None:
+        if self.query_one("#events-detail").has_class("active"):
+            self._draw_detail()
+
+    @on(Input.Submitted, "#events-search")
+    def _search(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        try:
+            self.pattern = re.compile(text, re.IGNORECASE) if text else None
+        except re.error as exc:
+            self.notify(f"Not a regular expression: {exc}", severity="warning")
+            return
+        event.input.remove_class("active")
+        self._refilter()
+        self.query_one(EventList).focus()
+
+    def on_key(self, event) -> None:
+        search = self.query_one("#events-search", Input)
+        if event.key == "escape" and search.has_focus:
+            event.stop()
+            search.remove_class("active")
+            self.query_one(EventList).focus()
+
+    @on(FrameReady)
+    def _frame_ready(self, message: FrameReady) -> None:
+        box = self.query_one("#events-frame", Static)
+        box.add_class("active")
+        if message.png is None:
+            box.update(message.note)
+            return
+        box.update(self._halfcell(message.png, box.size.width or 80, max((box.size.height or 20) - 1, 1)))
+        self.query_one("#events-status", Static).update(message.note)
+
+    # drawing -----------------------------------------------------------------------------
+
+    def _matches(self, envelope: TelemetryEnvelope) -> bool:
+        if self.category is not None and envelope.event.category != self.category:
+            return False
+        if self.errors_only and not is_error(envelope):
+            return False
+        if self.pattern is not None:
+            return bool(self.pattern.search(f"{envelope.event.type} {summary(envelope)}"))
+        return True
+
+    def _refilter(self) -> None:
+        self.shown = [e for e in self.events if self._matches(e)]
+        self.unseen = 0
+        self.query_one(EventList).set_rows(self.shown, follow=self.following)
+        self._draw_status()
+
+    def _draw_status(self) -> None:
+        parts = [f"{len(self.shown)} of {len(self.events)} events"]
+        parts.append("following" if self.following else f"paused ({self.unseen} new)")
+        parts.append(f"category: {self.category or 'all'}")
+        if self.errors_only:
+            parts.append("errors only")
+        if self.pattern is not None:
+            parts.append(f"/{self.pattern.pattern}/")
+        if self.ended:
+            parts.append(self.ended)
+        parts.append("space follow · f category · e errors · / filter · enter details · c copy · v frame")
+        self.query_one("#events-status", Static).update(" · ".join(parts))
+
+    def _draw_detail(self) -> None:
+        envelope = self.query_one(EventList).selected()
+        detail = self.query_one("#events-detail", Static)
+        if envelope is None:
+            detail.update("No event selected")
+            return
+        detail.update(self.describe(envelope))
+
+    def describe(self, envelope: TelemetryEnvelope) -> Text:
+        """What a person wants of one event: a request's headers and timing, an exception's stack."""
+        event = envelope.event
+        data = event.data or {}
+        text = Text()
+        text.append(f"#{envelope.seq} {event_time(envelope)} {event.category} {event.type}\n",
+                    style="bold red" if is_error(envelope) else "bold")
+        text.append(summary(envelope) + "\n\n")
+        stack = data.get("stack_trace")
+        if isinstance(stack, dict):
+            text.append("stack:\n", style="bold")
+            for frame in stack.get("callFrames") or []:
+                text.append(f"  at {frame.get('functionName') or '(anonymous)'} ({frame.get('url')}:"
+                            f"{int(frame.get('lineNumber', 0)) + 1}:{int(frame.get('columnNumber', 0)) + 1})\n")
+        request_id = str(data.get("request_id") or "")
+        if event.category == "network" and request_id:
+            request = self._requests.get(request_id)
+            if request is not None:
+                took = (event.ts - request.event.ts) / 1000
+                if event.type != "network_request":
+                    text.append(f"timing: {took:.1f} ms after the request was sent\n", style="bold")
+                text.append("request headers:\n", style="bold")
+                for name, value in ((request.event.data or {}).get("headers") or {}).items():
+                    text.append(f"  {name}: {value}\n")
+            if event.type == "network_response":
+                text.append("response headers:\n", style="bold")
+                for name, value in (data.get("headers") or {}).items():
+                    text.append(f"  {name}: {value}\n")
+        text.append("\n" + event_json(envelope))
+        return text
+
+    # actions -----------------------------------------------------------------------------
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        if self.following:
+            self.unseen = 0
+            self.query_one(EventList).set_rows(self.shown, follow=True)
+        self._draw_status()
+
+    def action_cycle_category(self) -> None:
+        self.category = CATEGORY_CYCLE[(CATEGORY_CYCLE.index(self.category) + 1) % len(CATEGORY_CYCLE)]
+        self._refilter()
+
+    def action_toggle_errors(self) -> None:
+        self.errors_only = not self.errors_only
+        self._refilter()
+
+    def action_search(self) -> None:
+        search = self.query_one("#events-search", Input)
+        search.add_class("active")
+        search.focus()
+
+    def action_toggle_detail(self) -> None:
+        detail = self.query_one("#events-detail")
+        detail.toggle_class("active")
+        if detail.has_class("active"):
+            self.following = False
+            self._draw_detail()
+            self._draw_status()
+
+    def action_copy(self) -> None:
+        envelope = self.query_one(EventList).selected()
+        if envelope is None:
+            self.notify("No event selected", severity="warning")
+            return
+        self.app.copy_to_clipboard(envelope.model_dump_json(exclude_none=True))
+        self.notify(f"Event #{envelope.seq} copied as JSON")
+
+    def action_frame(self) -> None:
+        envelope = self.query_one(EventList).selected()
+        if envelope is None:
+            self.notify("No event selected", severity="warning")
+            return
+        self.following = False
+        self._frame_at = envelope.event.ts / 1_000_000
+        self._extract_frame(self._frame_at)
+
+    def action_step(self, direction: int) -> None:
+        if self._frame_at is None:
+            return
+        self._frame_at += direction * FRAME_STEP
+        self._extract_frame(self._frame_at)
+
+    def action_jump_event(self, direction: int) -> None:
+        events = self.query_one(EventList)
+        if not events.rows:
+            return
+        events.select(max(0, min(len(events.rows) - 1, events.cursor + direction)))
+        if self._frame_at is not None:
+            self.action_frame()
+
+    @work(exclusive=True, group="events-frame")
+    async def _extract_frame(self, at: float) -> None:
+        png, note = await self._frame(at)
+        self.post_message(FrameReady(png, note))
+
+    async def _frame(self, at: float) -> tuple[bytes | None, str]:
+        ffmpeg = shutil.which("ffmpeg")
+        if ffmpeg is None:
+            return None, "The frame view needs ffmpeg on this machine"
+        try:
+            replays = await self.client.replays.list(self.session_id)
+        except ClientError as exc:
+            return None, f"Could not list replays: {exc}"
+        replay = next((r for r in replays if r.started_at and r.finished_at
+                       and r.started_at.timestamp() <= at <= r.finished_at.timestamp()), None)
+        if replay is None:
+            return None, "No finished replay covers this moment (record one in the Replays tab)"
+        path = await self._replay_path(replay)
+        if path is None:
+            return None, "Could not download the replay"
+        assert replay.started_at is not None
+        offset = max(at - replay.started_at.timestamp(), 0.0)
+        process = await asyncio.create_subprocess_exec(
+            ffmpeg, "-v", "error", "-ss", f"{offset:.3f}", "-i", str(path), "-frames:v", "1",
+            "-f", "image2pipe", "-vcodec", "png", "-", stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL)
+        png, _ = await process.communicate()
+        if not png:
+            return None, f"ffmpeg found no frame at {offset:.2f}s of replay {replay.replay_id}"
+        return png, f"replay {replay.replay_id} at {offset:.2f}s · , . step a frame · [ ] previous/next event"
+
+    async def _replay_path(self, replay: Replay) -> Path | None:
+        if self._replay_file is not None and self._replay_file[0] == replay.replay_id:
+            return self._replay_file[1]
+        target = Path(tempfile.gettempdir()) / f"bbrowse-events-{self.session_id}-{replay.replay_id}.mp4"
+        try:
+            with target.open("wb") as out:
+                async with self.client.replays.download(self.session_id, replay.replay_id) as chunks:
+                    async for chunk in chunks:
+                        out.write(chunk)
+        except (ClientError, OSError):
+            target.unlink(missing_ok=True)
+            return None
+        self._replay_file = (replay.replay_id, target, replay)
+        return target
+
+    def _halfcell(self, png: bytes, width: int, height: int) -> Text:
+        """The frame in half-block cells (two pixels a cell), which every terminal shows."""
+        from bbrowse.tui.widgets.image_view import decode_image
+
+        image = decode_image(png).convert("RGB").resize((max(width, 1), max(height, 1) * 2))
+        pixels = image.load()
+        text = Text()
+        for row in range(0, image.height - 1, 2):
+            for col in range(image.width):
+                top, bottom = pixels[col, row], pixels[col, row + 1]
+                text.append("▀", style=Style(color=f"rgb{tuple(top)}", bgcolor=f"rgb{tuple(bottom)}"))
+            text.append("\n")
+        return text
+
+    def on_unmount(self) -> None:
+        if self._replay_file is not None:
+            self._replay_file[1].unlink(missing_ok=True)

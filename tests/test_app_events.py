@@ -1,0 +1,85 @@
+"""The Events tab against a real service and Chromium: a page's console error and failed request show up live,
+stand out, filter by category and by regex, follow and pause, details (a request's headers, an exception's
+stack), `c` copies the event as JSON; a deleted session's kept events still show."""
+
+from __future__ import annotations
+
+import httpx
+from app_support import make_app, wait_for
+
+from bbrowse.tui.panes.events import EventList, EventsPane
+from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.wire import Browser
+from tests.browser_page import PageProbe
+from tests.browser_support import needs_chromium
+
+pytestmark = needs_chromium
+
+PAGE = ("data:text/html,<h1>events</h1><script>console.log('step 36 ok');"
+        "fetch('http://127.0.0.1:9/api/step37').catch(()=>{});"
+        "setTimeout(()=>{throw new Error('failed at step 37')},0);window.clicks=0</script>")
+
+
+async def test_the_events_tab_shows_filters_details_and_copies(service, http: httpx.AsyncClient) -> None:
+    r = await http.post("/browsers", json={"timeout_seconds": 300, "telemetry": {"browser": {
+        "console": {"enabled": True}, "network": {"enabled": True}, "page": {"enabled": True}}}})
+    browser = Browser.model_validate(r.json())
+    app = make_app(service)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            app.push_screen(SessionScreen(browser, initial_tab="replays"))
+            await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "replays-table",
+                           what="the replays tab shown")
+            await pilot.press("6")
+            await wait_for(pilot, lambda: bool(app.screen.query(EventsPane)), what="events pane")
+            pane = app.screen.query_one(EventsPane)
+            events = pane.query_one(EventList)
+            await wait_for(pilot, lambda: events.has_focus, what="list focused")
+
+            async with PageProbe.showing(browser.cdp_ws_url, PAGE):
+                await wait_for(pilot, lambda: any(e.event.type == "console_error" for e in events.rows),
+                               timeout=20, what="the exception listed live")
+            lines = [events.render_line(y).text for y in range(events.size.height)]
+            assert any("console_error" in line and "Uncaught Error: failed at step 37" in line for line in lines)
+            error_row = next(i for i, e in enumerate(events.rows) if e.event.type == "console_error")
+            assert next(iter(events.render_line(error_row - events.scroll_offset.y))).style.color.name == "red"
+
+            await pilot.press("f")  # console
+            assert pane.category == "console" and {e.event.category for e in events.rows} == {"console"}
+            await pilot.press("f", "f")  # page, then control (the api_calls the app made are there? none)
+            await pilot.press("f", "f", "f", "f")  # connection, system, all
+            assert pane.category is None
+            await pilot.press("slash")
+            await pilot.press(*"failed.at", "enter")
+            await wait_for(pilot, lambda: events.has_focus, what="back on the list")
+            shown = {e.event.type for e in events.rows}
+            assert "console_error" in shown and "console_log" not in shown
+            await pilot.press("slash")
+            pane.query_one("#events-search").value = ""
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: pane.pattern is None and events.has_focus, what="filter cleared")
+
+            await pilot.press("space")
+            assert not pane.following
+            failed = next(i for i, e in enumerate(events.rows) if e.event.type == "network_loading_failed")
+            events.select(failed)
+            await pilot.press("enter")
+            detail = str(pane.query_one("#events-detail").render())
+            assert "request headers:" in detail and "timing:" in detail and "ERR_" in detail
+            thrown = next(i for i, e in enumerate(events.rows) if e.event.type == "console_error")
+            events.select(thrown)
+            await pilot.pause()
+            assert "stack:" in str(pane.query_one("#events-detail").render())
+            await pilot.press("c")
+            assert '"failed at step 37' in app.clipboard or "failed at step 37" in app.clipboard
+            assert f'"seq":{events.rows[thrown].seq}' in app.clipboard
+
+        await http.delete(f"/browsers/{browser.session_id}")
+        async with make_app(service).run_test(size=(100, 30)) as pilot:
+            pilot.app.push_screen(SessionScreen(browser, initial_tab="events"))
+            await wait_for(pilot, lambda: bool(pilot.app.screen.query(EventsPane)), what="events pane")
+            pane = pilot.app.screen.query_one(EventsPane)
+            await wait_for(pilot, lambda: pane.ended is not None and len(pane.events) > 5,
+                           what="a deleted session's kept events")
+    finally:
+        await http.delete(f"/browsers/{browser.session_id}")
