@@ -38,7 +38,12 @@ from bbrowse.client import ClientError
 from bbrowse.client.telemetry import is_error, summary
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.wire import Replay
-from bbrowse.wire.telemetry import TelemetryEnvelope
+from bbrowse.wire.telemetry import (
+    TelemetryCategoriesConfig,
+    TelemetryCategoryConfig,
+    TelemetryEnvelope,
+    TelemetryRequest,
+)
 
 #: Category filter, cycled by `f` (None: every category).
 CATEGORY_CYCLE: tuple[str | None, ...] = (None, "console", "network", "page", "control", "connection", "system")
@@ -144,6 +149,7 @@ class EventsPane(SessionPane):
         Binding("enter", "toggle_detail", "Details", id="events.detail"),
         Binding("c", "copy", "Copy JSON", id="events.copy"),
         Binding("v", "frame", "Replay frame", id="events.frame"),
+        Binding("t", "telemetry_on", "Record events", id="events.telemetry_on"),
         Binding("comma", "step(-1)", "Frame back", id="events.frame_back", show=False),
         Binding("full_stop", "step(1)", "Frame on", id="events.frame_on", show=False),
         Binding("left_square_bracket", "jump_event(-1)", "Previous event", id="events.prev", show=False),
@@ -208,6 +214,18 @@ class EventsPane(SessionPane):
         self.post_message(StreamEnded(error))
 
     # the handlers (draw) ---------------------------------------------------------------
+
+    @work(exclusive=True, group="events-configure")
+    async def action_telemetry_on(self) -> None:
+        """Turn on console, network and page telemetry for this session (PATCH, as Kernel's update)."""
+        on_ = TelemetryCategoryConfig(enabled=True)
+        request = TelemetryRequest(browser=TelemetryCategoriesConfig(console=on_, network=on_, page=on_))
+        try:
+            await self.client.telemetry.configure(self.session_id, request)
+        except ClientError as exc:
+            self.post_message(StreamEnded(f"could not turn telemetry on: {exc}"))
+            return
+        self.notify("Recording console, network and page events of this session")
 
     @on(EventsArrived)
     def _arrived(self) -> None:
@@ -298,6 +316,8 @@ class EventsPane(SessionPane):
             parts.append(f"/{self.pattern.pattern}/")
         if self.ended:
             parts.append(self.ended)
+        if not self.events:
+            parts.append("no events yet: t records this session's console, network and page events")
         parts.append("space follow · f category · e errors · / filter · enter details · c copy · v frame")
         self.query_one("#events-status", Static).update(" · ".join(parts))
 
