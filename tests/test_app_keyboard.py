@@ -76,7 +76,7 @@ async def test_a_session_opens_on_its_tab_bar_digits_switch_tabs_and_enter_goes_
         await wait_for(pilot, lambda: screen.tabbed.active == "files" and bool(screen.query(FilesPane)))
 
 
-async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_the_terminal_gets_its_focus_back(
+async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_back_on_shells_enter_goes_in(
     service, browser: Browser
 ) -> None:
     app = make_app(service)
@@ -87,9 +87,11 @@ async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_the_terminal_ge
         await pilot.press("alt+2")
         await wait_for(pilot, lambda: screen.tabbed.active == "logs", what="alt+2 from inside the shell")
         await wait_for(pilot, lambda: focus_inside(app, screen.query_one(LogsPane)))
-        await pilot.press("alt+1")
-        await wait_for(pilot, lambda: screen.tabbed.active == "shells" and tab.terminal.has_focus,
-                       what="back in the shell where the user was typing")
+        await pilot.press("alt+1")  # as `1` does: the tab bar, never straight into the terminal
+        await wait_for(pilot, lambda: screen.tabbed.active == "shells" and screen.tab_bar.has_focus,
+                       what="back on the Shells tab bar")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: tab.terminal.has_focus, what="enter: back in the shell")
         await pilot.press("2")  # a digit inside the terminal is the program's
         await wait_for(pilot, lambda: terminal_text(tab.terminal).rstrip().endswith("2"), what="2 typed")
         assert screen.tabbed.active == "shells"

@@ -4,7 +4,12 @@ A shell is spawned at the terminal's exact size once the pane has been laid out;
 resize the remote PTY (the widget debounces them). The output arrives over `attach` (binary frames fed
 straight to the emulator) or, when attach is refused, over `stdout/stream`: the border says which.
 Keys typed in a terminal go to the program, Esc included; `ctrl+]` leaves the terminal and the pane's own keys
-(`t` new shell, `w` close, `enter` back in) work again.
+(`t` new shell, `w` close, `enter` back in) work again. A single shell has the whole pane (no tab bar of one).
+
+Shells outlive the session screen, as tmux windows outlive a detached client: leaving the screen detaches
+them, and reopening the session reattaches those still running (the app keeps the list: `ShellRecords`).
+`w` closes a shell at once when it sits idle at its prompt, and asks first when it runs something.
+Quitting the app hangs its shells up (HUP), as closing a terminal window does.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone, VmGoingAway
 from bbrowse.tui.app_services import services
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.panes.base import SessionPane
-from bbrowse.tui.shell_session import ShellSession
+from bbrowse.tui.shell_session import ShellRecord, ShellRecords, ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
 
 GONE_BANNER = (b"\r\n\x1b[0m\x1b[1;7m the session was deleted \xe2\x80\x94 nothing to restart here;"
@@ -48,12 +54,16 @@ class ShellTab(TabPane):
     ShellTab TerminalView:focus { border: round $accent; }
     """
 
-    def __init__(self, session_id: str, title: str, pane_id: str) -> None:
+    def __init__(self, session_id: str, title: str, pane_id: str, *, records: ShellRecords | None = None,
+                 reattach: ShellRecord | None = None) -> None:
+        """`reattach`: a shell started earlier and still running, followed again instead of a new spawn."""
         self.terminal = TerminalView(send_input=self._write, on_pty_resize=self._pty_resized)
         super().__init__(title, self.terminal, id=pane_id)
         self.session_id = session_id
         self.base_title = title
         self.shell: ShellSession | None = None
+        self.records = records
+        self.reattach = reattach
         #: The session was deleted: the pane says so and offers no restart.
         self.gone = False
         #: The VM closed the attach as going away (1001): its reason ("" when none), None otherwise.
@@ -87,7 +97,11 @@ class ShellTab(TabPane):
         if self.shell is None:
             return
         if self.shell.process_id is None:
-            self._start(cols, rows)
+            if self.reattach is not None:
+                record, self.reattach = self.reattach, None
+                self._reattach(record, cols, rows)
+            else:
+                self._start(cols, rows)
         else:
             self._resize(cols, rows)
 
@@ -104,7 +118,18 @@ class ShellTab(TabPane):
             return
         if shell.path is None and shell.process_id is not None:
             self._show_state(f"process {shell.process_id[:8]}")
+        if shell.process_id is not None and self.records is not None:
+            self.records.add(shell.client.base_url, self.session_id,
+                             ShellRecord(shell.process_id, shell.marker, self.base_title))
         services(self).connection_ok()
+
+    @work(exclusive=True, group="shell-start")
+    async def _reattach(self, record: ShellRecord, cols: int, rows: int) -> None:
+        shell = self.shell
+        assert shell is not None
+        self.terminal.reset()
+        self._show_state(f"process {record.process_id[:8]} · reattached")
+        await shell.reattach(record.process_id, record.marker, cols, rows)
 
     @work(group="shell-resize")
     async def _resize(self, cols: int, rows: int) -> None:
@@ -112,7 +137,13 @@ class ShellTab(TabPane):
         await self.shell.resize(cols, rows)
 
     def _exited(self, code: int | None) -> None:
+        self._forget()
         self._after_exit(code)
+
+    def _forget(self) -> None:
+        """Out of the list of shells to reattach (it ended, or the user closed it)."""
+        if self.shell is not None and self.shell.process_id is not None and self.records is not None:
+            self.records.remove(self.shell.client.base_url, self.session_id, self.shell.process_id)
 
     @work(exclusive=True, group="shell-exit")
     async def _after_exit(self, code: int | None) -> None:
@@ -152,11 +183,31 @@ class ShellTab(TabPane):
         services(self).report_error(event.error, "Input not delivered")
 
     async def close(self) -> None:
+        """Hang the shell up and forget it."""
         if self.shell is not None:
+            self._forget()
             await self.shell.close()
 
+    async def detach(self) -> None:
+        """Stop showing the shell; it keeps running on the instance, to be reattached."""
+        if self.shell is not None:
+            await self.shell.detach()
 
-class ShellsPane(SessionPane):
+    async def on_unmount(self) -> None:
+        """Leaving the session screen detaches the shell (it keeps running); quitting the app hangs it up.
+        (Here, not in the pane's unmount: by then the pane's children are gone.)"""
+        if not self.app.is_running:  # the app is shutting down
+            await self.close()
+        else:
+            await self.detach()
+
+
+EMPTY_HINT = "No shell open. Press t or enter for a new one."
+
+
+class ShellsPane(SessionPane, can_focus=True):
+    """Focusable itself: with no shell open (or out of a lone shell's terminal) `t` and `enter` still work."""
+
     BINDINGS = [
         Binding("t", "new_shell", "New shell", id="shells.new"),
         Binding("w", "close_shell", "Close shell", id="shells.close"),
@@ -166,57 +217,117 @@ class ShellsPane(SessionPane):
     DEFAULT_CSS = """
     ShellsPane { height: 1fr; }
     ShellsPane TabbedContent { height: 1fr; }
+    ShellsPane #shell-tabs.single ContentTabs { display: none; }
     ShellsPane #shells-empty { height: 1fr; content-align: center middle; color: $text-muted; }
+    ShellsPane:focus #shells-empty { color: $text; }
     """
 
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
         self._numbers = itertools.count(1)
+        self.records = ShellRecords()
 
     def compose(self) -> ComposeResult:
-        yield Static("No shells. Press t to open one.", id="shells-empty")
+        yield Static(EMPTY_HINT, id="shells-empty")
         yield TabbedContent(id="shell-tabs")
 
-    async def on_mount(self) -> None:
-        await self.action_new_shell()
+    def on_mount(self) -> None:
+        self._sync_empty()
+        self._open_shells()
+
+    @work(exclusive=True, group="shells-open")
+    async def _open_shells(self) -> None:
+        """Reattach the shells of this session still running (left by a session screen since closed),
+        else open a new one."""
+        client = self.client
+        alive = []
+        for record in self.records.list(client.base_url, self.session_id):
+            try:
+                status = await client.processes.status(self.session_id, record.process_id)
+            except ClientError:
+                status = None
+            if status is not None and status.state == "running":
+                alive.append(record)
+            else:
+                self.records.remove(client.base_url, self.session_id, record.process_id)
+        if not self.is_attached:
+            return
+        if not alive:
+            await self.action_new_shell()
+            return
+        for record in alive:
+            await self._add_tab(record)
+        self.notify(f"{len(alive)} shell{'s' if len(alive) != 1 else ''} still running, reattached",
+                    title="Shells", timeout=4)
+
+    @property
+    def _tabs(self) -> TabbedContent:
+        return self.query_one("#shell-tabs", TabbedContent)
 
     def _sync_empty(self) -> None:
-        has_tabs = bool(self.query(ShellTab))
-        self.query_one("#shells-empty").display = not has_tabs
-        self.query_one("#shell-tabs").display = has_tabs
+        count = len(self.query(ShellTab))
+        self.query_one("#shells-empty").display = count == 0
+        tabs = self._tabs
+        tabs.display = count > 0
+        tabs.set_class(count == 1, "single")  # one shell: no tab bar, the terminal gets its rows
+        focused = self.screen.focused if self.is_attached else None
+        if focused is not None and self in focused.ancestors and not focused.display:
+            self.focus()
 
-    async def action_new_shell(self) -> None:
+    async def _add_tab(self, reattach: ShellRecord | None = None) -> ShellTab:
         number = next(self._numbers)
         pane_id = f"shell-{number}"
-        tab = ShellTab(self.session_id, f"shell {number}", pane_id)
-        tabs = self.query_one("#shell-tabs", TabbedContent)
+        title = reattach.title if reattach is not None else f"shell {number}"
+        tab = ShellTab(self.session_id, title, pane_id, records=self.records, reattach=reattach)
+        tabs = self._tabs
         await tabs.add_pane(tab)
         tabs.active = pane_id
         self._sync_empty()
         tab.terminal.focus()
+        return tab
 
-    async def action_close_shell(self) -> None:
-        tabs = self.query_one("#shell-tabs", TabbedContent)
-        active = tabs.active_pane
-        if not isinstance(active, ShellTab) or active.id is None:
-            return
-        await active.close()
-        await tabs.remove_pane(active.id)
+    async def action_new_shell(self) -> None:
+        await self._add_tab()
+
+    def action_close_shell(self) -> None:
+        active = self._tabs.active_pane
+        if isinstance(active, ShellTab) and active.id is not None:
+            self._close_asking(active)
+
+    @work(exclusive=True, group="shells-close")
+    async def _close_asking(self, tab: ShellTab) -> None:
+        """Close at once when the shell is idle at its prompt; ask first when it runs something (tmux asks)."""
+        busy = await tab.shell.busy() if tab.shell is not None else None
+        if busy is not None:
+            question = f"{tab.base_title} {busy}. Close it anyway? Its programs are hung up (SIGHUP)."
+            if not await self.app.push_screen_wait(ConfirmScreen(question, "Close")):
+                return
+        await tab.close()
+        if tab.is_attached and tab.id is not None:
+            await self._tabs.remove_pane(tab.id)
         self._sync_empty()
+        if not self.query(ShellTab):
+            self.focus()  # the hint says t or enter; both work from here
 
     def focus_default(self) -> None:
-        """Called when the tab is shown: straight into the active terminal."""
-        self.action_focus_terminal()
-
-    def action_focus_terminal(self) -> None:
-        active = self.query_one("#shell-tabs", TabbedContent).active_pane
+        """Called when the tab is entered: straight into the active terminal (a new shell when none is open)."""
+        active = self._tabs.active_pane
         if isinstance(active, ShellTab):
             active.terminal.focus()
+        else:
+            self.run_worker(self.action_new_shell(), group="shells-new")
+
+    async def action_focus_terminal(self) -> None:
+        active = self._tabs.active_pane
+        if isinstance(active, ShellTab):
+            active.terminal.focus()
+        else:
+            await self.action_new_shell()
 
     @on(TerminalView.LeaveRequested)
     def _leave(self) -> None:
-        self.query_one("#shell-tabs", TabbedContent).query_one(Tabs).focus()
-
-    async def on_unmount(self) -> None:
-        for tab in self.query(ShellTab):
-            await tab.close()
+        tabs = self._tabs
+        if tabs.has_class("single"):
+            self.focus()
+        else:
+            tabs.query_one(Tabs).focus()
