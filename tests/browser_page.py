@@ -13,10 +13,12 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import websockets
+
+if TYPE_CHECKING:
+    from tests.conftest import PageServer
 
 RED, GREEN = (255, 0, 0), (0, 255, 0)
 #: The button, in page pixels (x, y, width, height); its centre is where clicks go.
@@ -55,11 +57,9 @@ PAGE = f"""<!doctype html><title>bbrowse test page</title>
 """
 
 
-def write_page(directory: Path) -> str:
-    """Write the page into `directory` (the local service's sessions read this machine's files); its URL."""
-    page = directory / "bbrowse-test-page.html"
-    page.write_text(PAGE)
-    return page.as_uri()
+def write_page(pages: PageServer) -> str:
+    """Publish the page on the test's loopback page server (`pages` fixture); its URL."""
+    return pages.url("bbrowse-test-page.html", PAGE)
 
 
 class PageProbe:

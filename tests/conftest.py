@@ -6,6 +6,7 @@ directory. Tests talk to it over real HTTP: raw httpx, bbrowse's client, or the 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -13,9 +14,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -28,7 +31,7 @@ os.environ["HOME"] = str(_HOME)
 for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
               "BBROWSE_CONFIG_DIR", "BBROWSE_STATE_DIR", "BBROWSE_PROFILE", "BBROWSE_THEME",
               "KERNEL_API_KEY", "KERNEL_BASE_URL", "LC_ALL", "LC_CTYPE", "LANGUAGE",
-              "BBROWSE_KERNEL_COMPAT"):
+              "BBROWSE_KERNEL_COMPAT", "BBROWSE_NO_SANDBOX"):
     os.environ.pop(_name, None)
 # One UTF-8 locale for the suite and every program it starts (shells, `ls`, `less` in a PTY), whatever
 # the machine's own is: CJK and box-drawing tests must not depend on it.
@@ -102,6 +105,39 @@ def stop_service(handle: ServiceHandle) -> None:
             handle.process.wait(5)
 
 
+class PageServer:
+    """Test pages served over loopback HTTP, as a developer's local server: sessions are sandboxed and see
+    none of this machine's files, but share its network (`file://` URLs of a test's temp files would not load)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="test pages", daemon=True)
+        self.thread.start()
+
+    def url(self, name: str, html: str) -> str:
+        """Publish `html` as `name`; its URL."""
+        (self.directory / name).write_text(html)
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{name}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
+    server = PageServer(tmp_path_factory.mktemp("pages"))
+    yield server
+    server.close()
+
+
 @pytest.fixture(scope="session")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
     handle = start_service(tmp_path_factory.mktemp("bbrowse-state"))
@@ -128,6 +164,22 @@ def compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
     handle = start_service(tmp_path_factory.mktemp("bbrowse-compat"), extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
     yield handle
     stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+def unsandboxed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """A real service started with `--no-sandbox` (env `BBROWSE_NO_SANDBOX`): sessions run on the host, as the
+    service's user. For tests about something else that need the service to see this machine's files."""
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-nosandbox"), extra_env={"BBROWSE_NO_SANDBOX": "1"})
+    yield handle
+    stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+async def unsandboxed_http(unsandboxed_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=unsandboxed_service.url, headers=unsandboxed_service.headers,
+                                 timeout=30) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -68,8 +68,8 @@ async def browser(http: httpx.AsyncClient) -> AsyncIterator[dict]:
 
 
 @pytest.fixture
-async def page(browser: dict, tmp_path) -> AsyncIterator[PageProbe]:
-    async with PageProbe.showing(browser["cdp_ws_url"], write_page(tmp_path)) as probe:
+async def page(browser: dict, pages) -> AsyncIterator[PageProbe]:
+    async with PageProbe.showing(browser["cdp_ws_url"], write_page(pages)) as probe:
         yield probe
 
 

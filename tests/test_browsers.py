@@ -76,10 +76,8 @@ def session_processes(service: ServiceHandle, sid: str) -> list[psutil.Process]:
 
 
 @pytest.fixture(scope="module")
-def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    page = tmp_path_factory.mktemp("pages") / "two-colour.html"
-    page.write_text(PAGE)
-    return page.as_uri()
+def page_url(pages) -> str:
+    return pages.url("two-colour.html", PAGE)
 
 
 @pytest.fixture(scope="module")

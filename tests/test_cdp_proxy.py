@@ -41,10 +41,8 @@ STEP_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
-def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    page = tmp_path_factory.mktemp("cdp-pages") / "page.html"
-    page.write_text(PAGE)
-    return page.as_uri()
+def page_url(pages) -> str:
+    return pages.url("cdp-page.html", PAGE)
 
 
 @pytest.fixture

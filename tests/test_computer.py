@@ -16,7 +16,6 @@ import io
 import json
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import browser_page
 import httpx
@@ -73,10 +72,8 @@ class PageProbe(browser_page.PageProbe):
 
 
 @pytest.fixture(scope="module")
-def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    page = tmp_path_factory.mktemp("computer-pages") / "computer.html"
-    page.write_text(PAGE)
-    return page.as_uri()
+def page_url(pages) -> str:
+    return pages.url("computer.html", PAGE)
 
 
 @pytest.fixture(scope="module", params=["headless", "headful"])
@@ -366,4 +363,4 @@ def test_key_names_resolve_like_xdotool() -> None:
 
 
 def test_page_file_is_plain_html(page_url: str) -> None:
-    assert Path(page_url.removeprefix("file://")).read_text().startswith("<!doctype html>")
+    assert httpx.get(page_url).text.startswith("<!doctype html>")

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +20,9 @@ import psutil
 import pytest
 
 STREAM_TIMEOUT = 15.0
+#: Python as a session's programs find it: the system's, on PATH (a session's sandbox sees the system's
+#: directories, not the suite's virtualenv).
+PYTHON = "python3"
 
 
 @pytest.fixture(scope="module")
@@ -270,17 +272,20 @@ async def test_exec_returns_exit_code_and_separate_outputs(http: httpx.AsyncClie
     assert out[0] == "to-out" and out[1].endswith("/work")  # default cwd: the session's working directory
 
 
-async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, sid: str, tmp_path) -> None:
+async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, sid: str) -> None:
+    # A directory of the session (its sandbox sees none of this machine's temp directories).
+    cwd = f"/tmp/exec-cwd-{os.getpid()}"
+    sdk.browsers.fs.create_directory(sid, path=cwd)
     result = await asyncio.to_thread(
         sdk.browsers.process.exec,
         sid,
         command="sh",
         args=["-c", 'printf "$GREETING\\377\\000"; pwd; cat'],  # stdin is at end of input: cat ends
         env={"GREETING": "hi"},
-        cwd=str(tmp_path),
+        cwd=cwd,
     )
     assert result.exit_code == 0
-    assert base64.b64decode(result.stdout_b64) == b"hi\xff\x00" + str(tmp_path).encode() + b"\n"
+    assert base64.b64decode(result.stdout_b64) == b"hi\xff\x00" + cwd.encode() + b"\n"
     assert base64.b64decode(result.stderr_b64) == b""
 
 
@@ -336,7 +341,7 @@ async def test_timeout_sec_kills_a_spawned_process(http: httpx.AsyncClient, sid:
 
 async def test_status_running_with_real_rss_then_exited(http: httpx.AsyncClient, sid: str) -> None:
     program = "b = b'x' * (48 << 20); print('allocated', flush=True); input()"
-    proc = await spawn(http, sid, sys.executable, "-c", program)
+    proc = await spawn(http, sid, PYTHON, "-c", program)
     pid = proc["process_id"]
     async with stream(http, sid, pid) as out:
         await out.until_stdout(b"allocated\n")
@@ -379,7 +384,7 @@ async def test_resize_delivers_sigwinch(http: httpx.AsyncClient, sid: str) -> No
         "print('ready', flush=True)\n"
         "while True: signal.pause()\n"
     )
-    proc = await spawn(http, sid, sys.executable, "-c", program, allocate_tty=True)
+    proc = await spawn(http, sid, PYTHON, "-c", program, allocate_tty=True)
     async with stream(http, sid, proc["process_id"]) as out:
         await out.until_stdout(b"ready")
         r = await http.post(
@@ -498,6 +503,13 @@ async def wait_gone(pid: int, timeout: float = 5.0) -> None:
         os.close(fd)
 
 
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -515,7 +527,11 @@ async def test_deleting_the_session_ends_its_processes(http: httpx.AsyncClient) 
     script = await spawn(http, sid, "sh", "-c", "sleep 100 > /dev/null & echo $!")
     async with stream(http, sid, script["process_id"]) as out:
         assert await out.until_exit() == 0
-    leftover = int(out.stdout)
+    # `$!` is a pid of the sandbox's own PID namespace: on this machine the job is found by its session,
+    # the script's (it did not leave it).
+    assert int(out.stdout) > 0
+    leftover = next(p.pid for p in psutil.process_iter(["name"])
+                    if p.info["name"] == "sleep" and _session_of(p.pid) == script["pid"])
     assert _alive(leftover)
     assert (await http.delete(f"/browsers/{sid}")).status_code == 204
     await wait_gone(leftover)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -36,20 +35,19 @@ def wait_until(probe, what: str, timeout: float = 20.0):
 
 
 @pytest.fixture(scope="module")
-def recorded(service, tmp_path_factory):
+def recorded(service, pages):
     """A session with console, network and page telemetry whose page has done its bad things."""
     import asyncio
 
     from kernel import Kernel
 
-    page = tmp_path_factory.mktemp("telemetry-page") / "page.html"
-    page.write_text(PAGE)
+    page = pages.url("telemetry-page.html", PAGE)
     k = Kernel(api_key=service.token, base_url=service.url, max_retries=0)
     browser = k.browsers.create(timeout_seconds=300, telemetry={"browser": {
         "console": {"enabled": True}, "network": {"enabled": True}, "page": {"enabled": True}}})
 
     async def show() -> None:
-        async with PageProbe.showing(browser.cdp_ws_url, Path(page).as_uri()):
+        async with PageProbe.showing(browser.cdp_ws_url, page):
             pass
 
     asyncio.run(show())

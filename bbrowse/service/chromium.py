@@ -33,6 +33,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bbrowse.service.cdp import CDPClosedError, CDPConnection, CDPError, CDPHub, PipeEnds
@@ -41,6 +42,8 @@ from bbrowse.service.chromium_command import chromium_args, missing_chromium_mes
 from bbrowse.service.chromium_tmpdir import ChromiumTmpdir
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.lifetime import die_with_service
+from bbrowse.service.sandbox import CHROMIUM_PROFILE as SANDBOX_PROFILE
+from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
 from bbrowse.service.supervisor import SupervisorLog
 from bbrowse.service.xvfb import SCREEN_MARGIN, Xvfb
@@ -71,7 +74,11 @@ class ChromiumBrowser:
         self.binary = binary
         self.configured = configured
         self.xvfb_binary = xvfb_binary
-        self.profile_dir = session.workdir.parent / "chromium-profile"
+        #: The session's sandbox, where Chromium and Xvfb run (None: on the host).
+        self.sandbox = sandbox_of(session)
+        # In a sandbox the profile is the sandbox's own (under its /root), and goes with it.
+        self.profile_dir = (self.sandbox.host_path(SANDBOX_PROFILE) if self.sandbox is not None
+                            else session.workdir.parent / "chromium-profile")
         self.log = SupervisorLog(session.supervisor_log("chromium"))
         self.process: asyncio.subprocess.Process | None = None
         #: This Chromium's own TMPDIR while it runs (`_spawn_and_connect`).
@@ -224,13 +231,19 @@ class ChromiumBrowser:
         for stale in ("DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"):
             with contextlib.suppress(FileNotFoundError):
                 (self.profile_dir / stale).unlink()
-        # Its own TMPDIR, removed when it stops (see chromium_tmpdir: Chromium, killed, leaves its socket's).
-        self._tmpdir = ChromiumTmpdir()
-        env = {**os.environ, "TMPDIR": self._tmpdir.path}
+        prefix: list[str] = []
+        if self.sandbox is not None:  # the sandbox's /tmp is its own, and goes with it
+            prefix = self.sandbox.command_prefix()
+            env = {**self.sandbox.env(None), "TMPDIR": "/tmp"}
+            args = chromium_args(self.session, Path(SANDBOX_PROFILE), in_sandbox=True)
+        else:
+            # Its own TMPDIR, removed when it stops (see chromium_tmpdir: Chromium, killed, leaves its socket's).
+            self._tmpdir = ChromiumTmpdir()
+            env = {**os.environ, "TMPDIR": self._tmpdir.path}
+            args = chromium_args(self.session, self.profile_dir)
         if not self.session.request.headless:
             env["DISPLAY"] = await self._ensure_display()
-        args = chromium_args(self.session, self.profile_dir)
-        self.log.note(f"launching {self.binary} {' '.join(args)}")
+        self.log.note(f"launching {self.binary} {' '.join(args)}" + (" in the session's sandbox" if prefix else ""))
         ends = PipeEnds()
 
         def child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -239,7 +252,7 @@ class ChromiumBrowser:
 
         try:
             self.process = await asyncio.create_subprocess_exec(
-                self.binary, *args,
+                *prefix, self.binary, *args,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True, env=env, pass_fds=PipeEnds.CHILD_FDS, preexec_fn=child_setup,
             )
@@ -277,7 +290,7 @@ class ChromiumBrowser:
             viewport = self.session.viewport
             # Room for the window's tabs and toolbar around a viewport of exactly the requested size.
             self.xvfb = Xvfb(self.xvfb_binary, viewport.width + SCREEN_MARGIN, viewport.height + SCREEN_MARGIN,
-                             self.session.supervisor_log("xvfb"))
+                             self.session.supervisor_log("xvfb"), sandbox=self.sandbox)
             display = await self.xvfb.start()
             self.log.note(f"Xvfb running on display {display}")
         return self.xvfb.display

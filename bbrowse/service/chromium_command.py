@@ -34,8 +34,10 @@ def missing_chromium_message(configured: str | None) -> str:
     return f"Chromium is not installed on this machine: {INSTALL_HINT}"
 
 
-def chromium_args(session: Session, profile_dir: Path) -> list[str]:
-    """Chromium's command line for `session`: DevTools on a pipe, quiet on a closed network, its viewport."""
+def chromium_args(session: Session, profile_dir: Path, in_sandbox: bool = False) -> list[str]:
+    """Chromium's command line for `session`: DevTools on a pipe, quiet on a closed network, its viewport.
+
+    `in_sandbox`: it runs as root of the session's sandbox, where its own sandbox (nested namespaces) is off."""
     viewport = session.viewport
     args = [
         f"--user-data-dir={profile_dir}",
@@ -63,7 +65,7 @@ def chromium_args(session: Session, profile_dir: Path) -> list[str]:
         args.append("--headless=new")
     else:
         args.append("--ozone-platform=x11")
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 or in_sandbox:
         # --test-type drops the "unsupported command-line flag" bar, which would shrink the viewport.
         args += ["--no-sandbox", "--test-type"]
     if _small_dev_shm():

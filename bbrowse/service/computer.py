@@ -45,6 +45,7 @@ from bbrowse.service.computer_steps import (
 from bbrowse.service.computer_x11 import X11Input
 from bbrowse.service.errors import ServiceError, browser_unavailable
 from bbrowse.service.files import field_error
+from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
 from bbrowse.wire.computer import (
     ActionBody,
@@ -116,7 +117,7 @@ class ComputerManager:
                 await state.backend.close()
             typist = self._cdp_input(browser, session)
             state.backend = X11Input(display, lambda: _viewport_origin(browser, session), typist.type_text,
-                                     self.xdotool, self.xclip)
+                                     self.xdotool, self.xclip, sandbox_of(session))
             state.display = display
         return state.backend
 

@@ -44,6 +44,7 @@ from bbrowse.service.computer_steps import (
 )
 from bbrowse.service.errors import ServiceError
 from bbrowse.service.lifetime import die_with_service
+from bbrowse.service.sandbox import Sandbox
 
 log = logging.getLogger("bbrowse.computer")
 
@@ -70,8 +71,12 @@ class X11Input:
         type_in_page: Callable[[str, float], Awaitable[None]],
         xdotool: str,
         xclip: str | None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.display = display
+        #: The session's sandbox, where its Xvfb runs: xdotool and xclip run there too (None: the host).
+        self.sandbox = sandbox
+        self.prefix = sandbox.command_prefix() if sandbox is not None else []
         self._origin = viewport_origin
         self._type_in_page = type_in_page
         self.xdotool = xdotool
@@ -84,7 +89,7 @@ class X11Input:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "DISPLAY": self.display}
+        return {**(self.sandbox.env(None) if self.sandbox is not None else os.environ), "DISPLAY": self.display}
 
     # input ------------------------------------------------------------------
 
@@ -181,7 +186,7 @@ class X11Input:
     async def _exec(self, argv: list[str], timeout: float, stdin: bytes | None = None) -> tuple[bytes, bytes, int]:
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                *self.prefix, *argv, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
             )
         except OSError as exc:
@@ -250,7 +255,7 @@ class X11Input:
         if self._scripted is None or self._scripted.returncode is not None:
             try:
                 self._scripted = await asyncio.create_subprocess_exec(
-                    self.xdotool, "-", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    *self.prefix, self.xdotool, "-", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.STDOUT, env=self.env, start_new_session=True,
                     preexec_fn=die_with_service,
                 )
@@ -284,7 +289,7 @@ class X11Input:
         await self._stop_clipboard_owner()
         try:
             owner = await asyncio.create_subprocess_exec(
-                xclip, "-quiet", "-selection", "clipboard", "-i",
+                *self.prefix, xclip, "-quiet", "-selection", "clipboard", "-i",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
                 env=self.env, start_new_session=True, preexec_fn=die_with_service,
             )

@@ -19,6 +19,7 @@ import signal
 import struct
 import subprocess
 import termios
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,9 +72,13 @@ class Child:
     stdout: int | None = None
     stderr: int | None = None
 
+    #: In a sandbox: the program's own process (host pid), which leads its session there; `popen` is the
+    #: `nsenter` that started it and reports its exit. Signals, the guardian and the status go to this one.
+    leader: int | None = None
+
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.leader or self.popen.pid
 
 
 def _lookup_user(spec: str) -> pwd.struct_passwd:
@@ -217,7 +222,7 @@ def sandboxed_argv(request: ExecRequest, sandbox: Sandbox, tty: bool) -> tuple[l
             f"command {request.command!r} not found" + ("" if "/" in request.command else " on PATH"),
             field="command",
         )
-    return [*sandbox.command_prefix(cwd, user), request.command, *request.args], env
+    return [*sandbox.command_prefix(cwd, user, session=True, tty=tty), request.command, *request.args], env
 
 
 def launch(
@@ -254,8 +259,11 @@ def launch(
             parent_fds += [in_w, out_r, err_r]
             child_fds += [in_r, out_w, err_w]
             stdio = {"stdin": in_r, "stdout": out_w, "stderr": err_w}
-        popen = _popen(argv, request, cwd, env, stdio, tty, user_kwargs)
+        popen = _popen(argv, request, cwd, env, stdio, tty, user_kwargs, take_tty=sandbox is None)
         watch_child(popen.pid)
+        leader = None
+        if sandbox is not None and (leader := forked_child(popen.pid)) is not None:
+            watch_child(leader)
     except BaseException:
         for fd in parent_fds:
             os.close(fd)
@@ -266,19 +274,48 @@ def launch(
     for fd in parent_fds:
         os.set_blocking(fd, False)
     if tty:
-        return Child(popen, tty=True, master=parent_fds[0])
-    return Child(popen, tty=False, stdin=parent_fds[0], stdout=parent_fds[1], stderr=parent_fds[2])
+        return Child(popen, tty=True, master=parent_fds[0], leader=leader)
+    return Child(popen, tty=False, stdin=parent_fds[0], stdout=parent_fds[1], stderr=parent_fds[2], leader=leader)
 
 
-def _child_setup(tty: bool):
+#: Bound on nsenter forking the program into the sandbox's PID namespace (it takes well under a millisecond).
+FORK_WAIT_SECONDS = 2.0
+
+
+def forked_child(pid: int) -> int | None:
+    """The process `pid` (nsenter) forked, once it has; None if it ended first (the program could not start,
+    its exit code says why) or none came in time."""
+    deadline = time.monotonic() + FORK_WAIT_SECONDS
+    delay = 0.00005
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                children = f.read().split()
+        except OSError:
+            return None
+        if children:
+            return int(children[0])
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)
+    return None
+
+
+def _pty_child_in_sandbox() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # The program takes the PTY as its controlling terminal itself, inside (`setsid --ctty`), not nsenter.
+    _restore_default_signals()
+    die_with_service()
+
+
+def _child_setup(tty: bool, take_tty: bool = True):
     """What runs in the child before exec. A pipe child keeps CPython's vfork path (no `preexec_fn`, see
     `_take_controlling_tty`) unless the service has a signal ignored that the child must not inherit."""
     if tty:
-        return _take_controlling_tty
+        return _take_controlling_tty if take_tty else _pty_child_in_sandbox
     return _restore_default_signals if _service_ignores_a_signal() else None
 
 
-def _popen(argv, request: ExecRequest, cwd: str, env: dict, stdio: dict, tty: bool, user_kwargs: dict):
+def _popen(argv, request: ExecRequest, cwd: str, env: dict, stdio: dict, tty: bool, user_kwargs: dict,
+           take_tty: bool = True):
     try:
         return subprocess.Popen(
             argv,
@@ -286,7 +323,7 @@ def _popen(argv, request: ExecRequest, cwd: str, env: dict, stdio: dict, tty: bo
             env=env,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=_child_setup(tty),
+            preexec_fn=_child_setup(tty, take_tty),
             **stdio,
             **user_kwargs,
         )

@@ -51,6 +51,10 @@ WORKDIR = "/work"
 USER_NAME = "kernel"
 USER_UID = 1000
 USER_HOME = "/home/kernel"
+#: The users of a sandbox besides root: uid and home.
+USERS = {USER_NAME: (USER_UID, USER_HOME), "nobody": (65534, "/nonexistent")}
+#: Chromium's profile in a sandbox: the sandbox's own, under its /root.
+CHROMIUM_PROFILE = "/root/.config/bbrowse-chromium"
 #: `BBROWSE_NO_SANDBOX=1` is `--no-sandbox`.
 NO_SANDBOX_ENV = "BBROWSE_NO_SANDBOX"
 #: Host directories a sandbox sees read-only (those missing on this host are skipped).
@@ -75,6 +79,7 @@ class SandboxSupport:
     bwrap: str = ""
     nsenter: str = ""
     unshare: str = ""
+    setsid: str = ""
     version: str = ""
 
     def describe(self) -> str:
@@ -87,7 +92,7 @@ def probe(disabled: bool = False) -> SandboxSupport:
     """Can this host make a session's sandbox? Runs one throwaway bwrap (~20 ms) with every namespace used."""
     if disabled:
         return SandboxSupport(False, "--no-sandbox (sessions run on the host as the service's user)")
-    tools = {name: shutil.which(name) or "" for name in ("bwrap", "nsenter", "unshare")}
+    tools = {name: shutil.which(name) or "" for name in ("bwrap", "nsenter", "unshare", "setsid")}
     missing = [name for name, found in tools.items() if not found]
     if missing:
         return SandboxSupport(False, f"{' and '.join(missing)} not installed (Debian: bubblewrap, util-linux); "
@@ -105,7 +110,7 @@ def probe(disabled: bool = False) -> SandboxSupport:
         return SandboxSupport(False, f"this host cannot make namespaces ({why[-1] if why else 'bwrap failed'}); "
                                      "sessions run on the host")
     return SandboxSupport(True, bwrap=tools["bwrap"], nsenter=tools["nsenter"], unshare=tools["unshare"],
-                          version=version or "bubblewrap")
+                          setsid=tools["setsid"], version=version or "bubblewrap")
 
 
 def no_sandbox_from_env() -> bool:
@@ -241,6 +246,11 @@ class Sandbox:
             self.process = None
         await asyncio.to_thread(shutil.rmtree, self.dir, True)
 
+    def host_path(self, inside: str) -> Path:
+        """Where a path under the sandbox's /root is kept on the host (for the service's own files there)."""
+        relative = Path(inside).relative_to("/root")
+        return self.dir / "root" / relative
+
     # joining ----------------------------------------------------------------------------------------
 
     def alive(self) -> bool:
@@ -250,13 +260,20 @@ class Sandbox:
         """None for root, or the sandbox user a process runs as; 400 for a user the sandbox has not."""
         if as_root or not as_user or as_user in ("root", "0"):
             return None
-        if as_user in (USER_NAME, str(USER_UID)):
-            return USER_NAME
-        raise bad_request(f"no such user {as_user!r} in this session (it has root and {USER_NAME})", field="as_user")
+        for name, (uid, _home) in USERS.items():
+            if as_user in (name, str(uid)):
+                return name
+        raise bad_request(f"no such user {as_user!r} in this session (it has root, {', '.join(USERS)})",
+                          field="as_user")
 
-    def command_prefix(self, cwd: str | None = None, user: str | None = None) -> list[str]:
+    def command_prefix(self, cwd: str | None = None, user: str | None = None, *, session: bool = False,
+                       tty: bool = False) -> list[str]:
         """`nsenter` (and for `kernel`, `unshare`) in front of a command line, to run it inside, in `cwd` (a
-        path inside, resolved after entering) or the sandbox's working directory."""
+        path inside, resolved after entering) or the sandbox's working directory.
+
+        `session`: the command leads a session of its own inside (`setsid`, with the PTY on its stdin as its
+        controlling terminal when `tty`): its process group is one the sandbox can see, which a shell's job
+        control needs (dash exits 2, "Cannot set tty process group", when its first group is nsenter's)."""
         if not self.init_pid:
             raise ServiceError(503, "internal_error", "the session's sandbox is not running")
         prefix = [self.support.nsenter, "-t", str(self.init_pid), "-U", "-m", "-p", "-i", "-u", "-r"]
@@ -264,13 +281,17 @@ class Sandbox:
             prefix.append("-n")
         prefix += ["-W", cwd] if cwd is not None else ["-w"]
         prefix.append("--")
-        if user == USER_NAME:
-            prefix += [self.support.unshare, "-U", f"--map-user={USER_UID}", f"--map-group={USER_UID}", "--"]
+        if session:
+            prefix += [self.support.setsid, "--ctty"] if tty else [self.support.setsid]
+        if user is not None and user in USERS:
+            uid = USERS[user][0]
+            prefix += [self.support.unshare, "-U", f"--map-user={uid}", f"--map-group={uid}", "--"]
         return prefix
 
     def env(self, user: str | None) -> dict[str, str]:
         """A fresh machine's environment: nothing of the service's own (its paths, its token)."""
-        home, name = (USER_HOME, USER_NAME) if user == USER_NAME else ("/root", "root")
+        name = user or "root"
+        home = USERS[user][1] if user is not None else "/root"
         env = {"PATH": PATH, "HOME": home, "USER": name, "LOGNAME": name, "SHELL": "/bin/bash",
                "HOSTNAME": self.hostname}
         for keep in ("LANG", "LC_ALL", "TZ"):

@@ -9,6 +9,7 @@ from pathlib import Path
 from bbrowse.service.child_process import append_fd, kill_group
 from bbrowse.service.errors import browser_unavailable
 from bbrowse.service.lifetime import die_with_service
+from bbrowse.service.sandbox import Sandbox
 
 #: Extra screen room under Xvfb, so a window whose viewport is the requested size fits on it.
 SCREEN_MARGIN = 256
@@ -19,8 +20,10 @@ START_TIMEOUT_SECONDS = 20.0
 class Xvfb:
     """A virtual X display for one headful session, a little larger than its viewport."""
 
-    def __init__(self, binary: str, width: int, height: int, log_path: Path) -> None:
+    def __init__(self, binary: str, width: int, height: int, log_path: Path, sandbox: Sandbox | None = None) -> None:
         self.binary = binary
+        #: Where it runs: the session's sandbox (its sockets in the sandbox's /tmp), else the host.
+        self.sandbox = sandbox
         self.width = width
         self.height = height
         self.log_path = log_path
@@ -31,11 +34,13 @@ class Xvfb:
         read_fd, write_fd = os.pipe()
         out = append_fd(self.log_path)
         try:
+            prefix = self.sandbox.command_prefix() if self.sandbox is not None else []
+            env = self.sandbox.env(None) if self.sandbox is not None else None
             self.process = await asyncio.create_subprocess_exec(
-                self.binary, "-displayfd", str(write_fd), "-screen", "0", f"{self.width}x{self.height}x24",
+                *prefix, self.binary, "-displayfd", str(write_fd), "-screen", "0", f"{self.width}x{self.height}x24",
                 "-nolisten", "tcp", "-noreset",
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
-                pass_fds=(write_fd,), start_new_session=True, preexec_fn=die_with_service,
+                pass_fds=(write_fd,), start_new_session=True, preexec_fn=die_with_service, env=env,
             )
         finally:
             os.close(out)
