@@ -8,10 +8,10 @@ on the default service too and the difference asserted, so neither mode can drif
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -20,7 +20,7 @@ from conftest import ServiceHandle
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, AttachError, Error, VmError
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, Error, VmError
 
 TIMEOUT = 15.0
 
@@ -317,7 +317,6 @@ async def test_in_vm_errors_are_message_only_and_the_control_plane_keeps_the_con
         ("POST", f"/process/{pipe}/resize", {"rows": 10, "cols": 10}, {}, 400),
         ("GET", "/fs/read_file", None, {"path": "/nonexistent/file"}, 404),
         ("GET", "/fs/read_file", None, {"path": "relative"}, 400),
-        ("GET", "/no/such/route", None, {}, 404),
     ]
     for method, path, body, query, expected in asks:
         r = await compat.http.request(method, path, json=body, params={"jwt": compat.jwt, **query})
@@ -326,6 +325,24 @@ async def test_in_vm_errors_are_message_only_and_the_control_plane_keeps_the_con
         plane = await compat_http.request(method, f"/browsers/{compat.sid}{path}", json=body, params=query)
         assert plane.status_code == expected, (path, plane.text)
         assert Error.model_validate(plane.json()).code, (path, plane.json())
+    # chi's NotFound and the generated wrapper's binding errors are Go's `http.Error`: text/plain
+    r = await compat.http.get("/no/such/route")
+    assert (r.status_code, r.text) == (404, "404 page not found\n")
+    assert r.headers["content-type"] == "text/plain; charset=utf-8"
+    plane = await compat_http.get(f"/browsers/{compat.sid}/no/such/route")
+    assert plane.status_code == 404 and Error.model_validate(plane.json()).code
+    for bad in ({"command": "sh", "rows": "80", "allocate_tty": True}, "not json at all"):
+        if isinstance(bad, dict):
+            r = await compat.http.post("/process/spawn", json=bad)
+        else:
+            r = await compat.http.post("/process/spawn", content=bad, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.headers["content-type"].startswith("text/plain"), r.text
+        assert r.text.endswith("\n") and len(r.text.splitlines()) == 1
+    # unknown fields are ignored (Go's decoder), on both planes; the default service refuses them
+    r = await compat.http.post("/process/exec", json={"command": "true", "no_such_field": 1})
+    assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+    r = await compat_http.post(f"/browsers/{compat.sid}/process/exec", json={"command": "true", "extra": {"a": 1}})
+    assert r.status_code == 200, r.text
     # the jwt check stands in front of the VM, as Kernel's proxy does: its 401 keeps the proxy's shape
     r = await compat.http.get(f"/process/{pipe}/status", params={"jwt": "x"})
     assert r.status_code == 401 and r.json()["code"] == "unauthorized"
@@ -344,13 +361,23 @@ async def log_events(client: httpx.AsyncClient, url: str, **params) -> list[dict
 
 
 async def test_supervisor_logs_are_not_available_one_event_then_the_end(
-    compat: Vm, compat_http: httpx.AsyncClient, tmp_path: Path
+    compat: Vm, compat_http: httpx.AsyncClient
 ) -> None:
     for client, url in ((compat.http, "/logs/stream"), (compat_http, f"/browsers/{compat.sid}/logs/stream")):
         events = await log_events(client, url, source="supervisor", supervisor_process="chromium", follow="true")
         assert [e["message"] for e in events] == [LOGS_SOURCE_NOT_AVAILABLE] and events[0]["event"] == "log"
-    # path logs work as ever: that is where supervised programs' logs are read from
-    log = tmp_path / "program.log"
-    log.write_text("one\ntwo\n")
-    events = await log_events(compat.http, "/logs/stream", source="path", path=str(log), follow="false")
+    # path logs work: that is where supervised programs' logs are read from (Kernel's VM follows the file
+    # until the client leaves, follow=false too: tests/test_compat_vm_streams.py)
+    r = await compat.http.post("/process/exec",
+                               json={"command": "sh", "args": ["-c", "printf 'one\\ntwo\\n' > log; echo $PWD/log"]})
+    assert r.status_code == 200
+    log = base64.b64decode(r.json()["stdout_b64"]).decode().strip()
+    events = []
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(1.5), compat.http.stream(
+            "GET", "/logs/stream", params={"jwt": compat.jwt, "source": "path", "path": log, "follow": "false"}
+        ) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
     assert [e["message"] for e in events] == ["one", "two"]

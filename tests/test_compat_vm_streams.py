@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -33,6 +31,13 @@ async def compat(compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
 async def default(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
     async for vm in vm_of(http):
         yield vm
+
+
+async def sh(vm: Vm, script: str) -> str:
+    """Run `script` in the session (its own files: a session is a sandbox) and return its stdout."""
+    r = await vm.http.post("/process/exec", json={"command": "sh", "args": ["-c", script]})
+    assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+    return base64.b64decode(r.json()["stdout_b64"]).decode()
 
 
 class Seen:
@@ -149,19 +154,18 @@ async def test_pipe_exit_event_only_to_a_waiting_reader(compat: Vm) -> None:
 # process controls ------------------------------------------------------------------------------------
 
 
-async def test_kill_signals_the_leader_only_and_controls_after_the_exit_are_500(compat: Vm, tmp_path: Path) -> None:
+async def test_kill_signals_the_leader_only_and_controls_after_the_exit_are_500(compat: Vm) -> None:
     """`process.go` 488-494 (`cmd.Process.Signal`), 547-567, 617-645: while it runs, kill reaches the leader
     and not the children it started; after the exit kill, stdin and resize answer 500."""
-    child_pid_file = tmp_path / "child.pid"
-    pid = await compat.spawn("sh", "-c", f"sleep 30 & echo $! > {child_pid_file}; wait")
-    async with asyncio.timeout(TIMEOUT):
-        while not child_pid_file.exists() or not child_pid_file.read_text().strip():
-            await asyncio.sleep(0.05)
-    child = int(child_pid_file.read_text())
+    pid = await compat.spawn("sh", "-c", "sleep 30 & echo $!; wait")
+    async with asyncio.timeout(TIMEOUT), compat.http.stream("GET", f"/process/{pid}/stdout/stream") as r:
+        lines = r.aiter_lines()
+        while not (line := await anext(lines)).startswith("data: "):
+            pass
+    child = int(base64.b64decode(json.loads(line[6:])["data_b64"]))
     assert (await compat.http.post(f"/process/{pid}/kill", json={"signal": "KILL"})).status_code == 200
     await wait_exited(compat, pid)
-    os.kill(child, 0)  # the background sleep was not signalled: it is still there
-    os.kill(child, 9)
+    await sh(compat, f"kill -0 {child} && kill -9 {child}")  # the background sleep was not signalled
 
     tty = await compat.spawn("sh", "-c", "exit 0", allocate_tty=True, rows=24, cols=80)
     await wait_exited(compat, tty)
@@ -207,14 +211,11 @@ async def test_exec_timeout_zero_is_none_and_past_it_a_500_with_no_output(compat
 # logs/stream ------------------------------------------------------------------------------------------
 
 
-async def test_logs_follow_false_never_ends_skips_empty_lines_and_never_sends_a_partial_one(
-    compat: Vm, tmp_path: Path
-) -> None:
+async def test_logs_follow_false_never_ends_skips_empty_lines_and_never_sends_a_partial_one(compat: Vm) -> None:
     """`logs.go` 49-106: the file is polled until the client leaves, from the start when follow=false;
     only complete lines, empty ones skipped."""
-    log = tmp_path / "app.log"
-    log.write_text("one\n\ntwo\npartial")
-    seen = await sse(compat, "/logs/stream", 1.5, source="path", path=str(log), follow="false")
+    log = (await sh(compat, "d=$(mktemp -d); printf 'one\\n\\ntwo\\npartial' > $d/app.log; echo $d/app.log")).strip()
+    seen = await sse(compat, "/logs/stream", 1.5, source="path", path=log, follow="false")
     assert seen.headers_after is not None and not seen.ended  # it answered, and was still open when we left
     assert [e["message"] for e in seen.events] == ["one", "two"]
 
@@ -238,30 +239,26 @@ async def test_logs_path_problems_are_one_event_then_the_end(compat: Vm, compat_
 # list_files ----------------------------------------------------------------------------------------------
 
 
-async def test_list_files_null_when_empty_lstat_and_go_modes(compat: Vm, default: Vm, tmp_path: Path) -> None:
+async def test_list_files_null_when_empty_lstat_and_go_modes(compat: Vm, default: Vm) -> None:
     """`fs.go` 211-271: `var list` stays nil for an empty directory (JSON null); `entry.Info()` is an lstat;
     modes are Go's `FileMode.String()`."""
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    r = await compat.http.get("/fs/list_files", params={"path": str(empty)})
+    make = ("d=$(mktemp -d); mkdir $d/empty $d/tree $d/tree/sub $d/tree/sticky; chmod 1777 $d/tree/sticky; "
+            "printf '#!/bin/sh\\n' > $d/tree/setuid; chmod 4755 $d/tree/setuid; ln -s $d/tree/sub $d/tree/link; "
+            "echo $d")
+    base = (await sh(compat, make)).strip()
+    r = await compat.http.get("/fs/list_files", params={"path": f"{base}/empty"})
     assert r.status_code == 200 and r.text == "null"
-    assert (await default.http.get("/fs/list_files", params={"path": str(empty)})).json() == []
+    theirs = (await sh(default, make)).strip()
+    assert (await default.http.get("/fs/list_files", params={"path": f"{theirs}/empty"})).json() == []
 
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "sub").mkdir()
-    (tree / "setuid").write_text("#!/bin/sh\n")
-    (tree / "setuid").chmod(0o4755)
-    (tree / "link").symlink_to(tree / "sub")
-    (tree / "sticky").mkdir()
-    (tree / "sticky").chmod(0o1777)
-    listing = (await compat.http.get("/fs/list_files", params={"path": str(tree)})).json()
+    listing = (await compat.http.get("/fs/list_files", params={"path": f"{base}/tree"})).json()
     by_name = {e["name"]: e for e in listing}
     assert [e["name"] for e in listing] == ["link", "setuid", "sticky", "sub"]  # by name, as os.ReadDir
     assert (by_name["link"]["is_dir"], by_name["link"]["mode"]) == (False, "Lrwxrwxrwx")
     assert by_name["setuid"]["mode"] == "urwxr-xr-x"
-    assert by_name["sticky"]["mode"] == "dtrwxrwxrwx"
+    assert by_name["sticky"]["mode"] == "dtrwxrwxrwx"  # /tmp's own mode
     assert (by_name["sub"]["is_dir"], by_name["sub"]["mode"][0]) == (True, "d")
-    sticky = str(tree / "sticky")  # /tmp's own mode
-    assert (await compat.http.get("/fs/file_info", params={"path": sticky})).json()["mode"] == "dtrwxrwxrwx"
-    assert (await default.http.get("/fs/file_info", params={"path": sticky})).json()["mode"] == "drwxrwxrwt"
+    info = (await compat.http.get("/fs/file_info", params={"path": f"{base}/tree/sticky"})).json()
+    assert info["mode"] == "dtrwxrwxrwx"
+    info = (await default.http.get("/fs/file_info", params={"path": f"{theirs}/tree/sticky"})).json()
+    assert info["mode"] == "drwxrwxrwt"

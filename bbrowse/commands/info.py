@@ -111,6 +111,8 @@ def _service(settings: Settings) -> dict:
             "url": running.url if running else None,
             "status": "ok" if running else "not running (started by the next command that needs it)",
             "pid": running.pid if running else None,
+            # Whether its sessions are sandboxed (and if not, why), as it said at start.
+            "sandbox": (launcher.read_discovery() or {}).get("sandbox") if running else None,
         }
     where = ("environment (KERNEL_BASE_URL, KERNEL_API_KEY)" if profile.name == ENVIRONMENT
              else f"profile {profile.name}")
@@ -127,6 +129,7 @@ def show(info: dict) -> None:
         ["profile", info["profile"]],
         ["service", service["kind"] + (f" · {service['url']}" if service.get("url") else "")],
         ["status", service["status"] + (f" (pid {service['pid']})" if service.get("pid") else "")],
+        *([["sandbox", service["sandbox"]]] if service.get("sandbox") else []),
         ["theme", info["theme"]],
         ["config file", info["config_file"] + ("" if Path(info["config_file"]).exists() else " (none yet)")],
     ]

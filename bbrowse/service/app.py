@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -32,6 +32,7 @@ from bbrowse.service.routes import telemetry as telemetry_routes
 from bbrowse.service.state import build_state, service_state
 from bbrowse.service.telemetry import TelemetryManager
 from bbrowse.service.telemetry_http import TelemetryMiddleware
+from bbrowse.service.unknown_fields import UnknownFieldsIgnored
 from bbrowse.service.vm_endpoint import is_vm_path, is_vm_served, mirror
 from bbrowse.service.worker_threads import start_worker_threads
 from bbrowse.wire import ErrorDetail, VmError
@@ -90,6 +91,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
     # The errors the service really answers, and the bearer scheme (FastAPI's documented way to replace the schema).
     app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
     _install_error_handlers(app)
+    if config.kernel_compat:  # innermost: Go's decoder skips unknown fields, the default refuses them
+        app.add_middleware(UnknownFieldsIgnored, routes=lambda: flat_routes(app.routes))
     app.add_middleware(TelemetryMiddleware, telemetry=telemetry)
     app.add_middleware(BearerAuthMiddleware, token=config.token, vm_tokens=state.vm_tokens)
     app.add_middleware(AccessLogMiddleware)
@@ -137,13 +140,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _json_error(request, exc.status, exc.code, exc.message, exc.details, exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if kernel_vm_request(request) and any(map(_is_binding_error, exc.errors())):
+            return _go_binding_error(list(exc.errors()))
         details = validation_details(list(exc.errors()))
         summary = "; ".join(d.message for d in details if d.message)
         return _json_error(request, 400, "bad_request", f"invalid request: {summary}", details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404 and kernel_vm_request(request):
+            return _go_text(404, "404 page not found")  # chi's NotFound (Go's http.NotFound)
         if exc.status_code == 404:
             return _json_error(request, 404, "not_found", f"no route for {request.method} {request.url.path}")
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
@@ -159,6 +166,27 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     # WebSocket validation errors close the socket; the route validates its own input instead.
     _ = WebSocketRequestValidationError
+
+
+def _go_text(status: int, message: str) -> PlainTextResponse:
+    """What Go's `http.Error` writes: the message and a newline, as text/plain."""
+    return PlainTextResponse(message + "\n", status_code=status, headers={"X-Content-Type-Options": "nosniff"})
+
+
+def _is_binding_error(error: dict) -> bool:
+    """What Go fails to decode or bind (bad JSON, a value of the wrong type), not what a handler checks."""
+    kind = str(error.get("type", ""))
+    return kind == "json_invalid" or kind.endswith(("_type", "_parsing"))
+
+
+def _go_binding_error(errors: list[dict]) -> PlainTextResponse:
+    """Kernel's VM (`oapi.go` 14535-14539, 17204-17209): a body it cannot decode, or a parameter it cannot
+    bind, is answered by the generated wrapper with `http.Error(w, err.Error(), 400)`: text/plain."""
+    first = next(e for e in errors if _is_binding_error(e))
+    loc = tuple(first.get("loc", ()))
+    if loc and loc[0] == "body":
+        return _go_text(400, f"can't decode JSON body: {first.get('msg', 'invalid')}")
+    return _go_text(400, f"Invalid format for parameter {_field_name(loc)}: {first.get('msg', 'invalid')}")
 
 
 def flat_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:

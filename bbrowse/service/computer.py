@@ -9,8 +9,9 @@ display of a headful session, CDP `Input.*` events for a headless one (see those
 Coordinates are the screenshot's pixels: 0 <= x < viewport width, 0 <= y < viewport height.
 Actions of one session never interleave: each runs under the session's input lock, and a batch
 holds it from its first action to its last. A click moves the pointer straight to its target
-(the cloud eases the pointer there first; a live view wants the click at once); `move_mouse` and
-`drag_mouse` follow a human-like curve unless `smooth` is false.
+(the cloud eases the pointer there first, and so does --kernel-compat; a live view wants the click
+at once); `move_mouse` and `drag_mouse` follow a human-like curve unless `smooth` is false, and
+`type` in --kernel-compat too (as Kernel's `smooth` default).
 """
 
 from __future__ import annotations
@@ -77,8 +78,11 @@ class SessionInput:
 class ComputerManager:
     EXTRA_KEY = "computer"
 
-    def __init__(self, browsers: BrowserManager) -> None:
+    def __init__(self, browsers: BrowserManager, kernel_vm: bool = False) -> None:
         self.browsers = browsers
+        #: --kernel-compat (`computer.go` 233-236, 450-545): `type` is smooth unless told otherwise, and a
+        #: click eases the pointer to its target first.
+        self.kernel_vm = kernel_vm
         self.xdotool = shutil.which("xdotool")
         self.xclip = shutil.which("xclip")
         self.rng = random.Random()
@@ -229,6 +233,10 @@ class ComputerManager:
         if isinstance(body, ClickMouseRequest):
             half_clicks: dict[str, Step] = {"down": ButtonDown(body.button), "up": ButtonUp(body.button)}
             action = half_clicks.get(body.click_type, Click(body.button, body.num_clicks))
+            if self.kernel_vm:  # Kernel's VM moves there smoothly first (its move_mouse default)
+                start = await backend.position()
+                points, pause = motion.smooth_path(start, (body.x, body.y), None, self.rng)
+                return [*_walk(points, pause), *before, action, *after]
             return [MoveTo(body.x, body.y), *before, action, *after]
         if isinstance(body, ScrollRequest):
             return [MoveTo(body.x, body.y), *before, Wheel(body.delta_x, body.delta_y), *after]
@@ -260,7 +268,8 @@ class ComputerManager:
     def _typing(self, body: TypeTextRequest) -> list[Step]:
         if not body.text:
             return []
-        if not body.smooth:
+        smooth = body.smooth or (self.kernel_vm and "smooth" not in body.model_fields_set)
+        if not smooth:
             return [TypeText(body.text, body.delay / 1000)]
         steps: list[Step] = []
         backspace = parse_combo("BackSpace", "text", False)

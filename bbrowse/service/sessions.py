@@ -270,6 +270,7 @@ class SessionManager:
         except BaseException:
             await self.delete(session, reason="failed to start")
             raise
+        session.touch()  # idle from when it is ready, not from when its browser began to start
         log.info("session %s created (name=%s, timeout=%ss)", session_id, request.name, request.timeout_seconds)
         return session
 

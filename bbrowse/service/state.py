@@ -87,7 +87,7 @@ def build_state(config: ServiceConfig) -> ServiceState:
         replays=replays,
         replay_tokens=ReplayTokens(ttl_seconds=config.replay_link_seconds),
         processes=processes,
-        computer=ComputerManager(browsers),
+        computer=ComputerManager(browsers, kernel_vm=config.kernel_compat),
         watches=WatchManager(),
         upload_spool=_empty_spool(config.state_dir / "spool"),
         retention=retention,

@@ -73,6 +73,7 @@ async def stream_logs(
     """
     if service_state(request).config.kernel_compat:
         if source is LogSource.PATH and path and path.startswith("/"):
+            files.inside(session)  # a path of the session's sandbox
             return sse_response(_kernel_vm_lines(path, follow), kernel_vm=True)
         return sse_response(_one_event(LOGS_SOURCE_NOT_AVAILABLE), kernel_vm=True)
     if source is LogSource.PATH:
