@@ -70,11 +70,26 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
     """
     from bbrowse.config import Overrides, set_command_line
 
+    if theme is not None:
+        _check_theme(theme)
     set_command_line(Overrides(profile=profile, theme=theme))
     if ctx.invoked_subcommand is None:
         from bbrowse.tui.app import run_app
 
         run_app()
+
+
+def _check_theme(name: str) -> None:
+    """`--theme` names a theme the app has (Textual's, the shipped ones, the user's), else a usage error listing
+    them: a typo is said at once instead of the app quietly using its default."""
+    from textual.theme import BUILTIN_THEMES
+
+    from bbrowse.paths import user_themes_dir
+    from bbrowse.tui.themes import load_themes, shipped_themes_dir
+
+    known = {*BUILTIN_THEMES, *load_themes([shipped_themes_dir(), user_themes_dir()]).themes}
+    if name not in known:
+        raise click.BadParameter(f"no theme named {name!r} (known: {', '.join(sorted(known))})", param_hint="'--theme'")
 
 
 @main.command("serve")

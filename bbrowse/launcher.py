@@ -73,6 +73,11 @@ class EmbeddedService:
             self.process.wait(timeout)
 
 
+def answers(url: str, token: str, timeout: float = 1.0) -> bool:
+    """Whether the service at `url` answers a listing with this token (the app asks it of a lost service)."""
+    return _answers(url, token, timeout)
+
+
 def _answers(url: str, token: str, timeout: float = 1.0) -> bool:
     try:
         response = httpx.get(

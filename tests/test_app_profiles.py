@@ -139,7 +139,10 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
                        and "has no token" in str(app.screen.query_one("#starting-message").render()))
         message = str(app.screen.query_one("#starting-message").render())
         assert "NOBODY_SET_THIS_TOKEN" in message
-        assert app.connection_state == "reconnecting" and app.client is None
+        # the configuration error, not "reconnecting": nothing is retried until the user acts
+        assert app.connection_state == "failed" and app.client is None
+        bar = str(app.screen.query_one(ServiceBar).render())
+        assert "not connected" in bar and "reconnecting" not in bar
 
         await pilot.press("P")
         await pick_in_palette(pilot, app, "beta")

@@ -48,6 +48,19 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(attempts=1)
 
+#: A caller that asks again on its own (a table's polling) and was rate limited without a `Retry-After`
+#: waits at least this long.
+RATE_LIMITED_FLOOR = 5.0
+
+
+def wait_before_asking_again(error: BaseException | None, usual: float) -> float:
+    """Seconds a repeating caller (a poll) waits after `error` before its next call: a 429's `Retry-After`
+    when that is longer than `usual`, at least `RATE_LIMITED_FLOOR` for a 429 without one; else `usual`."""
+    if isinstance(error, RateLimited):
+        hint = error.retry_after if error.retry_after is not None else RATE_LIMITED_FLOOR
+        return max(usual, hint)
+    return usual
+
 
 def parse_retry_after(value: str | None) -> float | None:
     """`Retry-After` as seconds: either delta-seconds or an HTTP date; None when absent or unreadable."""

@@ -4,8 +4,8 @@ It only looks: an embedded service that is not running is reported as such, not 
 command that needs it starts it). The token is never printed. It also shows how much the local state
 directory holds and the retention limits bounding it: those the running local service reports in its
 discovery file, else those it would start with (`BBROWSE_KEEP_FOR`, `BBROWSE_MAX_STATE_SIZE`, defaults).
-A broken config file is reported on its own line, with the paths still shown, since `info` is where a
-user goes to find the file.
+A broken config file (or an unknown `--profile`) is reported on its own line, with the paths still shown,
+since `info` is where a user goes to find the file, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from bbrowse.client import (
     ServiceError,
     close_shared_clients,
 )
-from bbrowse.commands.output import print_json, table
+from bbrowse.commands.output import EXIT_FAILURE, print_error, print_json, table
 from bbrowse.commands.runner import client_error_code, exit_status, guarded
 from bbrowse.config import ENVIRONMENT, ConfigFileError, Settings, defaults, load_settings
 from bbrowse.humanize import human_bytes
@@ -162,11 +162,15 @@ def info_command(as_json: bool) -> None:
       KERNEL_BASE_URL=http://10.0.0.5:7780 KERNEL_API_KEY=... bbrowse info    # check a remote service
     """
 
-    def action() -> None:
+    def action() -> int:
         info = gather()
         if as_json:
             print_json(info)
         else:
             show(info)
+        if info.get("config_error"):  # shown above with every path, and the exit status says it too
+            print_error("config", info["config_error"])
+            return EXIT_FAILURE
+        return 0
 
     raise SystemExit(exit_status(guarded(action)))

@@ -10,6 +10,7 @@ from bbrowse.client import BrowserClient, ServiceError
 from bbrowse.commands.output import EXIT_FAILURE, print_error, print_json, table
 from bbrowse.commands.runner import run
 from bbrowse.humanize import duration, relative_time
+from bbrowse.session_options import DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, check_start_url
 from bbrowse.wire import Browser, SessionStatusFilter
 
 
@@ -55,14 +56,27 @@ def sessions_command(as_json: bool, query: str | None, show_all: bool) -> None:
     run(work)
 
 
+def _start_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The form's rule: a URL with its scheme (`https://…`, `about:blank`), else a usage error saying why."""
+    if value is None:
+        return None
+    url, problem = check_start_url(value)
+    if problem:
+        raise click.BadParameter(problem)
+    return url
+
+
 @click.command("new")
 @click.option("-n", "--name", default=None, help="A unique name to address the session by instead of its id.")
-@click.option("-u", "--start-url", default=None, help="Page the browser opens first.")
+@click.option("-u", "--start-url", default=None, callback=_start_url,
+              help="Page the browser opens first: a URL with its scheme (https://example.com, about:blank).")
 @click.option("--headful", is_flag=True, help="A visible browser (with a live view) instead of a headless one.")
-@click.option("-t", "--timeout", "timeout_seconds", type=click.IntRange(10, 259200), default=None,
-              help="Seconds of inactivity before the session is deleted (10..259200; service default 60).")
+@click.option("-t", "--timeout", "timeout_seconds", type=click.IntRange(MIN_TIMEOUT, MAX_TIMEOUT),
+              default=DEFAULT_TIMEOUT, show_default=True,
+              help=f"Seconds of inactivity before the session is deleted ({MIN_TIMEOUT}..{MAX_TIMEOUT}; the app's "
+                   "form proposes the same default).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole Browser object as JSON.")
-def new_command(name: str | None, start_url: str | None, headful: bool, timeout_seconds: int | None,
+def new_command(name: str | None, start_url: str | None, headful: bool, timeout_seconds: int,
                 as_json: bool) -> None:
     """Create a browser session and print its id.
 

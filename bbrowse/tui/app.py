@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,14 +35,16 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import LoadingIndicator, Static
+from textual.worker import get_current_worker
 
+from bbrowse import launcher
 from bbrowse.client import BrowserClient, ClientConfig, ClientError, ServiceError, close_shared_clients
 from bbrowse.config import DEFAULT_SHELL, ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
 from bbrowse.tui.app_services import describe_error
-from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands
+from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands, typed_character
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
@@ -139,6 +143,18 @@ class BbrowseApp(App):
         self.started_services: dict[int, EmbeddedService] = {}
         self.keep_services_running = False
         self._atexit_registered = False
+        #: The target whose lost service `_recover` is looking for.
+        self._recovering: Target | None = None
+
+    def get_key_display(self, binding: Binding) -> str:
+        """As Textual writes a key, but a key named after its character is that character (`™`, not
+        `trade_mark_sign`), in the footer and the keys panel alike."""
+        if not binding.key_display:
+            modifiers, key = binding.parse_key()
+            character = typed_character(key)
+            if character is not None and not character.isascii() and character.isprintable():
+                return "+".join([*modifiers, character])
+        return super().get_key_display(binding)
 
     @property
     def shell_command(self) -> tuple[str, ...]:
@@ -176,7 +192,7 @@ class BbrowseApp(App):
             )
         else:
             self.notify(describe_error(error), title="Could not connect", severity="error", markup=False)
-        self.connection_state = "reconnecting"
+        self.connection_state = "failed"  # nothing is retried: the user picks a profile or fixes the file
 
     def _connected(self, target: Target) -> None:
         embedded = target.embedded
@@ -214,10 +230,101 @@ class BbrowseApp(App):
         self.connection_state = "connected"
 
     def connection_lost(self, error: BaseException) -> None:
+        if self.target is None or self.connection_state in ("starting", "failed"):
+            return  # a late answer of a service being left: nothing to find again
         if self.connection_state != "reconnecting":
-            self.notify(f"{describe_error(error)}\nRetrying in the background…", title="Service unreachable",
-                        severity="error", timeout=8)
+            where = "The embedded service" if self.target.kind == "embedded" else "The service"
+            self.notify(f"{where} at {self.target.config.base_url} is not answering ({describe_error(error)}).\n"
+                        "Its data is shown dimmed until it is back; looking for it in the background…",
+                        title="Service unreachable", severity="error", timeout=10, markup=False)
         self.connection_state = "reconnecting"
+        if self._recovering is not self.target:  # one search per outage, not one per failed request
+            self._recovering = self.target
+            self._recover(self.target)
+
+    # finding the service again ------------------------------------------------
+
+    #: Seconds between two looks for a lost service (the first ones sooner).
+    RECOVER_WAITS = (0.5, 1.0, 2.0, 3.0)
+    #: Seconds an embedded profile waits for another service to appear (`bbrowse serve` started again by
+    #: hand) after its own has stopped, before it starts one itself.
+    ADOPT_GRACE_SECONDS = 3.0
+
+    @work(thread=True, exclusive=True, group="recover")
+    def _recover(self, lost: Target) -> None:
+        """Until the service answers again: the same one back (say so), or, for an embedded profile whose
+        service has stopped, the one now named by the discovery file wherever it listens, else a new one."""
+        worker = get_current_worker()
+        gone_since: float | None = None
+        for attempt in itertools.count():
+            time.sleep(self.RECOVER_WAITS[min(attempt, len(self.RECOVER_WAITS) - 1)])
+            if worker.is_cancelled or self.target is not lost:
+                return
+            if launcher.answers(lost.config.base_url, lost.config.token):
+                self.call_from_thread(self._recovered, lost, None, "")
+                return
+            embedded = lost.embedded
+            if lost.kind != "embedded" or embedded is None or embedded.running:
+                continue  # a remote service, or ours still runs (busy, or paused): keep asking the same one
+            found = launcher.find_running()
+            if found is not None and found.url != lost.config.base_url:
+                message = (f"The embedded service at {lost.config.base_url} stopped; reconnected to the one now "
+                           f"at {found.url}.")
+                self.call_from_thread(self._recovered, lost, self._embedded_target(lost, found), message)
+                return
+            gone_since = gone_since if gone_since is not None else time.monotonic()
+            if time.monotonic() - gone_since < self.ADOPT_GRACE_SECONDS:
+                continue
+            try:
+                started = launcher.start_embedded()
+            except launcher.LaunchError as error:
+                self.call_from_thread(self._recover_failed, lost, error)
+                return
+            message = (f"The embedded service at {lost.config.base_url} stopped (its sessions ended with it); "
+                       f"started a new one at {started.url}.")
+            self.call_from_thread(self._recovered, lost, self._embedded_target(lost, started), message)
+            return
+
+    @staticmethod
+    def _embedded_target(lost: Target, service: EmbeddedService) -> Target:
+        return Target(config=ClientConfig(base_url=service.url, token=service.token), kind="embedded",
+                      embedded=service, profile=lost.profile)
+
+    def _recover_failed(self, lost: Target, error: BaseException) -> None:
+        self._recovering = None
+        if self.target is lost:
+            self.notify(f"{describe_error(error)}\nPress P to pick a profile, or r to try again.",
+                        title="Could not start the embedded service", severity="error", timeout=15, markup=False)
+
+    def _recovered(self, lost: Target, target: Target | None, message: str) -> None:
+        """The lost service answers again (`target` None), or another one took its place: connect to it, leave
+        the screens of sessions that lived on the old one, and say what happened."""
+        self._recovering = None
+        if self.target is not lost:
+            return
+        if target is None:
+            self.connection_ok()
+            return
+        if target.embedded is not None and target.embedded.owned:
+            self.started_services[target.embedded.pid] = target.embedded
+            if not self._atexit_registered:
+                atexit.register(self._stop_started_services)
+                self._atexit_registered = True
+        self.target = target
+        self.client = BrowserClient(config=target.config)
+        self.service_label = target.label
+        self.connection_state = "connected"
+        self.notify(message, title="Service found again", timeout=12, markup=False)
+        self.run_worker(self._leave_old_sessions(), group="leave-old-sessions", exclusive=True)
+
+    async def _leave_old_sessions(self) -> None:
+        """Back to the sessions table when a session screen of the old service is open."""
+        from bbrowse.tui.screens.session import SessionScreen
+
+        if not any(isinstance(screen, SessionScreen) for screen in self.screen_stack):
+            return
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
+            await self.pop_screen()
 
     def report_error(self, error: BaseException, title: str = "Request failed") -> None:
         """Show a service error as a notification with its code and message; never raise."""

@@ -8,6 +8,7 @@ shows its tab first. A command names where it acts and its key.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
@@ -60,11 +61,37 @@ def own_bindings(cls: type) -> Iterator[Binding]:
                 yield binding
 
 
+def typed_character(key: str) -> str | None:
+    """The character of a key Textual names after it (`trade_mark_sign` → `™`, `question_mark` → `?`); None for
+    a key that is not one character (`enter`, `alt+1`)."""
+    if "+" in key or len(key) == 1:
+        return key if len(key) == 1 else None
+    try:
+        return unicodedata.lookup(key.replace("_", " "))
+    except KeyError:
+        return None
+
+
 def key_label(node: DOMNode, binding: Binding) -> str:
-    """The key(s) in effect for `binding` (after `[keys]` remaps), as the footer writes them."""
+    """The key(s) in effect for `binding` (after `[keys]` remaps), as a person names them: `alt+1, 1`.
+
+    A key bound only as the character a terminal without the kitty protocol sends for another key (alt+2
+    arrives as `™` in xterm and tmux) is left out when the binding has a key that says it better."""
     app = node.app
-    keys = app._keymap.get(binding.id, binding.key) if binding.id else binding.key
-    return ", ".join(app.get_key_display(Binding(key.strip(), "")) for key in keys.split(","))
+    keys = [key.strip() for key in (app._keymap.get(binding.id, binding.key) if binding.id else binding.key).split(",")]
+    plain = [key for key in keys if not _stand_in(key)] or keys
+    labels: list[str] = []
+    for key in plain:
+        label = app.get_key_display(Binding(key, ""))
+        if label not in labels:
+            labels.append(label)
+    return ", ".join(labels)
+
+
+def _stand_in(key: str) -> bool:
+    """A non-ASCII character as a key of its own: what a terminal sends for an alt+key combination."""
+    character = typed_character(key)
+    return character is not None and not character.isascii()
 
 
 def _in_chain(widget: DOMNode, focused: Widget | None) -> bool:

@@ -17,10 +17,13 @@ from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.polling import Poller
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.wire import Replay
 
 REFRESH_SECONDS = 2.0
+#: The longest wait between two listings while nothing changes (polled only while the tab is shown).
+LONGEST_REFRESH_SECONDS = 30.0
 
 COLUMNS = (("id", "Replay"), ("started", "Started"), ("finished", "Finished"), ("duration", "Duration"),
            ("state", "State"))
@@ -42,6 +45,11 @@ def replay_cells(replay: Replay) -> dict[str, str | Text]:
     return {key: ellipsized(value) for key, value in cells.items()}
 
 
+def _shown(replays: dict[str, Replay]) -> dict[str, tuple[object, ...]]:
+    """What the table shows of each replay (not its view URL, whose token may be minted afresh at each read)."""
+    return {key: (r.started_at, r.finished_at) for key, r in replays.items()}
+
+
 class ReplaysPane(SessionPane):
     DRAWN_INTO = (DataTable, "#replays-hint")
     BINDINGS = [
@@ -61,6 +69,7 @@ class ReplaysPane(SessionPane):
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
         self._replays: dict[str, Replay] = {}
+        self._poller = Poller(self, self.refresh_replays, every=REFRESH_SECONDS, longest=LONGEST_REFRESH_SECONDS)
         #: The last replay downloaded (its local path).
         self.last_saved: Path | None = None
 
@@ -86,17 +95,22 @@ class ReplaysPane(SessionPane):
         table = self.query_one(DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
-        self.refresh_replays()
-        self.set_interval(REFRESH_SECONDS, self.refresh_replays)
+        self._poller.start()
 
     @work(exclusive=True, group="replays-refresh")
     async def refresh_replays(self) -> None:
         try:
             replays = await self.client.replays.list(self.session_id)
         except ClientError as error:
+            self._poller.done(error=error)
             services(self).report_error(error, "Could not list replays")
             return
-        self._replays = {r.replay_id: r for r in replays}
+        except BaseException:
+            self._poller.done()
+            raise
+        fresh = {r.replay_id: r for r in replays}
+        self._poller.done(changed=_shown(fresh) != _shown(self._replays))
+        self._replays = fresh
         if not self.in_place():
             return
         table = self.query_one(DataTable)

@@ -1,14 +1,12 @@
 """The create-session form: name, start URL, headless, timeout. Errors from the service show inline.
 
-The form checks what it sends, so the service never has to guess: the timeout is required (a cleared
-field is an error, not the service's silent default) and within 10–259200 s, and a start URL must be
-a URL (`https://…`, `about:blank`, `data:…`). Its fields scroll when the terminal is short, and the
-buttons stay in view.
+The form checks what it sends, as `bbrowse new` does (`bbrowse.session_options`), so the service never
+has to guess: the timeout is required (a cleared field is an error, not the service's silent default)
+and within 10–259200 s, and a start URL must be a URL (`https://…`, `about:blank`, `data:…`). Its
+fields scroll when the terminal is short, and the buttons stay in view.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlsplit
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,45 +15,18 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, Switch
 
-from bbrowse.client import ClientError
+from bbrowse.client import ClientError, ServiceError
+from bbrowse.session_options import (
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    MIN_TIMEOUT,
+    check_start_url,
+    check_timeout,
+)
 from bbrowse.tui.app_services import describe_error, services
 from bbrowse.wire import Browser
 
-DEFAULT_TIMEOUT = 300
-MIN_TIMEOUT, MAX_TIMEOUT = 10, 259_200
-#: Schemes that need a host after them (`https://host/...`); the others stand alone (`about:blank`).
-HOST_SCHEMES = frozenset({"http", "https", "ftp", "ws", "wss"})
-OPAQUE_SCHEMES = frozenset({"about", "data", "file", "chrome", "view-source", "blob", "javascript"})
-
-
-def check_timeout(text: str) -> tuple[int | None, str | None]:
-    """(seconds, None) or (None, the problem in a sentence)."""
-    text = text.strip()
-    if not text:
-        return None, f"Inactivity timeout is required: a number of seconds, {MIN_TIMEOUT}–{MAX_TIMEOUT:,}."
-    try:
-        seconds = int(text)
-    except ValueError:
-        return None, "Inactivity timeout must be a whole number of seconds."
-    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
-        return None, f"Inactivity timeout must be between {MIN_TIMEOUT} and {MAX_TIMEOUT:,} seconds."
-    return seconds, None
-
-
-def check_start_url(text: str) -> tuple[str | None, str | None]:
-    """(url or None when empty, None) or (None, the problem in a sentence)."""
-    text = text.strip()
-    if not text:
-        return None, None
-    parts = urlsplit(text)
-    scheme = parts.scheme.lower()
-    if scheme in HOST_SCHEMES and parts.netloc and " " not in parts.netloc:
-        return text, None
-    if scheme in OPAQUE_SCHEMES and len(text) > len(scheme) + 1:
-        return text, None
-    if not scheme and "." in text and " " not in text:
-        return None, f"Start URL needs its scheme: https://{text}"
-    return None, "Start URL must be a URL, e.g. https://example.com or about:blank."
+__all__ = ["CreateSessionScreen", "check_start_url", "check_timeout"]
 
 
 class CreateSessionScreen(ModalScreen[Browser | None]):
@@ -135,7 +106,12 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
                 headless=self.query_one("#headless", Switch).value,
                 timeout_seconds=timeout,
             )
-        except ClientError as exc:
+        except ServiceError as exc:
             error.update(describe_error(exc))
+            return
+        except ClientError as exc:  # no answer: the service stopped or is unreachable
+            services(self).connection_lost(exc)
+            error.update("The service is not answering, so no session was created. The app is looking for it "
+                         "(top bar); try again once it says connected, or press P to pick another profile.")
             return
         self.dismiss(browser)

@@ -1,7 +1,9 @@
 """The sessions table: live, filterable, with create, delete and open.
 
-The table refreshes in place every couple of seconds: rows are keyed by session id and only
-changed cells are rewritten, so the cursor and the scroll position stay where the user left them.
+The table refreshes in place while it is shown (every couple of seconds, less often while nothing
+changes: `bbrowse.tui.polling`): rows are keyed by session id and only changed cells are rewritten, so
+the cursor and the scroll position stay where the user left them. While the service does not answer,
+the table is dimmed and a line says since when it has not changed.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from bbrowse.humanize import absolute_time, duration, relative_time
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
+from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.wire import Browser
 
 REFRESH_SECONDS = 2.0
+#: The longest wait between two refreshes while nothing changes.
+LONGEST_REFRESH_SECONDS = 10.0
 
 COLUMNS = (("name", "Name"), ("id", "ID"), ("created", "Created"), ("headless", "Headless"),
            ("timeout", "Timeout"), ("state", "State"))
@@ -49,6 +54,11 @@ def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, st
         "state": state,
     }
     return {key: ellipsized(value) for key, value in cells.items()}
+
+
+def _shown(browsers: dict[str, Browser]) -> dict[str, tuple[object, ...]]:
+    """What the table shows of each session (not its URLs, whose tokens are minted afresh at every read)."""
+    return {key: (b.name, b.created_at, b.headless, b.timeout_seconds, b.deleted_at) for key, b in browsers.items()}
 
 
 def matches(browser: Browser, needle: str) -> bool:
@@ -85,11 +95,15 @@ class SessionsScreen(BbrowseScreen):
         self._loaded = browsers is not None
         self._live = live
         self._clock = clock
+        self._poller = Poller(self, self.refresh_sessions, every=REFRESH_SECONDS, longest=LONGEST_REFRESH_SECONDS)
+        #: When the table last matched the service (shown while the service does not answer).
+        self._fresh_at: datetime | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         with Vertical(id="sessions-body"):
             yield Input(placeholder="filter by name or id (enter to apply, esc to clear)", id="filter")
+            yield Static("", id="sessions-stale", markup=False)
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="sessions-empty")
         yield Footer()
@@ -104,9 +118,21 @@ class SessionsScreen(BbrowseScreen):
         filter_input.display = bool(last_filter)
         self._apply()
         table.focus()
+        self.watch(self.app, "connection_state", self._connection_changed)
         if self._live:
-            self.refresh_sessions()
-            self.set_interval(REFRESH_SECONDS, self.refresh_sessions)
+            self._poller.start()
+
+    def _connection_changed(self, state: str) -> None:
+        """Lost: the table is what it was, dimmed, and a line says so. Back: asked again at once."""
+        stale = state != "connected" and self._loaded
+        self.set_class(stale, "-stale")
+        line = self.query_one("#sessions-stale", Static)
+        line.display = stale
+        if stale:
+            since = f" since {self._fresh_at.astimezone().strftime('%H:%M:%S')}" if self._fresh_at else ""
+            line.update(f"The service is not answering: this list has not been updated{since}.")
+        elif state == "connected" and self._live:
+            self._poller.poke()
 
     def on_resize(self) -> None:
         """The terminal changed size: fit the columns once the table has its new width."""
@@ -116,7 +142,7 @@ class SessionsScreen(BbrowseScreen):
         self._keep_focus_in_view()
         self.call_after_refresh(self._keep_focus_in_view)  # after a dismissed form's callback changed the table
         if self._live:
-            self.refresh_sessions()
+            self._poller.poke()
 
     # data -----------------------------------------------------------------
 
@@ -126,10 +152,17 @@ class SessionsScreen(BbrowseScreen):
         try:
             browsers = [b async for b in app.connected_client().sessions.list(page_size=100)]
         except ClientError as error:
+            self._poller.done(error=error)
             app.report_error(error, "Could not list sessions")
             return
+        except BaseException:
+            self._poller.done()
+            raise
+        fresh = {b.session_id: b for b in browsers}
+        self._poller.done(changed=_shown(fresh) != _shown(self._browsers) or not self._loaded)
+        self._fresh_at = self._clock()
         app.connection_ok()
-        self._browsers = {b.session_id: b for b in browsers}
+        self._browsers = fresh
         self._loaded = True
         if not self.is_attached or not self.query(DataTable):
             return  # the screen closed while the request was in flight
@@ -220,7 +253,7 @@ class SessionsScreen(BbrowseScreen):
     # actions --------------------------------------------------------------
 
     def action_refresh(self) -> None:
-        self.refresh_sessions()
+        self._poller.poke()
 
     @on(DataTable.RowSelected)
     def _row_selected(self) -> None:

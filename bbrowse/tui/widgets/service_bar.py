@@ -13,13 +13,16 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-ConnectionState = Literal["starting", "connected", "reconnecting"]
+#: "failed": nothing to connect to until the user acts (a profile without its token, a service that would
+#: not start); "reconnecting": the service stopped answering and the app looks for it.
+ConnectionState = Literal["starting", "connected", "reconnecting", "failed"]
 
 #: State labels and the theme variable that colours each.
 _STATE_STYLE = {
     "starting": ("◌ starting", "warning"),
     "connected": ("● connected", "success"),
     "reconnecting": ("○ reconnecting", "error"),
+    "failed": ("✕ not connected", "error"),
 }
 #: The service label is not shortened below this (beyond that it is dropped).
 MIN_LABEL = 12
