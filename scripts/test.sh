@@ -6,6 +6,21 @@ bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/mypy
+# Meanwhile, in the background: does the install resolve to wheels on macOS and Linux, arm and x86
+# (scripts/check_install.py; skipped with a message when the package index cannot be reached)?
+install_log=$(mktemp)
+.venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
+install_check=$!
 # Two workers, a test file each at a time: most tests wait on a browser, a PTY or the network, so two
 # keep both cores of a CI machine busy (each worker starts its own services; files keep their fixtures).
-exec .venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile "$@"
+status=0
+.venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+install_status=0
+wait "$install_check" || install_status=$?
+cat "$install_log"
+rm -f "$install_log"
+if [ "$install_status" != 0 ]; then
+  echo "install check failed: bbrowse does not resolve to wheels on every platform (above)" >&2
+  [ "$status" != 0 ] || status=$install_status
+fi
+exit "$status"
