@@ -165,18 +165,21 @@ class ComputerManager:
 
     async def position(self, session: Session) -> tuple[int, int]:
         state = self._input(session)
-        async with state.lock:
-            return await (await self._backend(session, state)).position()
+        with session.in_use(control=True):
+            async with state.lock:
+                return await (await self._backend(session, state)).position()
 
     async def read_clipboard(self, session: Session) -> str:
         state = self._input(session)
-        async with state.lock:
-            return await (await self._backend(session, state)).read_clipboard()
+        with session.in_use(control=True):
+            async with state.lock:
+                return await (await self._backend(session, state)).read_clipboard()
 
     async def write_clipboard(self, session: Session, text: str) -> None:
         state = self._input(session)
-        async with state.lock:
-            await (await self._backend(session, state)).write_clipboard(text)
+        with session.in_use(control=True):
+            async with state.lock:
+                await (await self._backend(session, state)).write_clipboard(text)
 
     # checking ---------------------------------------------------------------
 
