@@ -124,6 +124,12 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
       bbrowse serve --kernel-compat      # as strict as Kernel's cloud VM, to test clients against
       KERNEL_BASE_URL=http://127.0.0.1:7780 KERNEL_API_KEY=<token> python my_kernel_script.py
     """
+    from bbrowse.launcher import local_service_unavailable
+
+    unavailable = local_service_unavailable()
+    if unavailable:
+        click.echo(unavailable, err=True)
+        sys.exit(2)
     if stop:
         from bbrowse.launcher import stop_running
 

@@ -113,6 +113,21 @@ def find_running() -> EmbeddedService | None:
     return EmbeddedService(url=info["url"], token=info["token"], pid=int(info["pid"]))
 
 
+def local_service_unavailable() -> str | None:
+    """Why `bbrowse serve` cannot run on this machine (None: it can). It needs Linux today: PTYs and
+    /proc for its guardian and sandbox, Xvfb for headful sessions."""
+    if sys.platform.startswith("linux"):
+        return None
+    return (
+        f"bbrowse serve (the local browser service) needs Linux; this machine is {sys.platform}.\n"
+        "Two ways on:\n"
+        "  - Kernel's cloud: export KERNEL_API_KEY=<your key> and run bbrowse again;\n"
+        "  - a `bbrowse serve` on a Linux machine: a profile in ~/.config/bbrowse/config.toml\n"
+        "    ([profiles.work] kind = \"remote\", base_url = \"http://host:7780\", token_env = \"WORK_TOKEN\"),\n"
+        "    then bbrowse --profile work."
+    )
+
+
 def start_embedded(extra_args: list[str] | None = None, *, detached: bool = False) -> EmbeddedService:
     """Start `bbrowse serve` on 127.0.0.1 with a random port and token; wait until it answers.
 
@@ -120,6 +135,9 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
     `detached`: it then outlives the command (so `bbrowse new` followed by `bbrowse sessions` sees the
     session) and is stopped with `bbrowse serve --stop`.
     """
+    unavailable = local_service_unavailable()
+    if unavailable:
+        raise LaunchError(unavailable)
     token = secrets.token_urlsafe(32)
     log_path = state_dir() / "embedded-serve.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
