@@ -6,7 +6,9 @@ The platform is simulated in a subprocess (`sys.platform = "darwin"` before bbro
 from __future__ import annotations
 
 import ast
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +88,24 @@ def test_the_terminal_core_falls_back_to_python_without_pyghostty() -> None:
                           env={k: v for k, v in os.environ.items() if k != "BBROWSE_TERMINAL_CORE"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("PythonCore ('hi', (1, -1, 0)) Python core (pyghostty is not available")
+
+
+def test_info_names_the_terminal_core_and_what_this_machine_lacks(tmp_path) -> None:
+    """`bbrowse info` as a doctor: on macOS the local service is the missing piece (with the ways on), the
+    pane's core is named; on Linux with nothing on PATH every program the service runs is listed with the
+    package that brings it."""
+    home = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s")}
+    mac = _as_macos("info", env={**home, "BBROWSE_TERMINAL_CORE": "python"})
+    assert mac.returncode == 0, mac.stderr
+    assert re.search(r"terminal core +Python core \(BBROWSE_TERMINAL_CORE=python\)", mac.stdout)
+    assert "missing: bbrowse serve" in mac.stdout and "KERNEL_API_KEY" in mac.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    linux = subprocess.run([sys.executable, "-m", "bbrowse", "info", "--json"], capture_output=True, text=True,
+                           timeout=60, cwd=ROOT, env={**{k: v for k, v in os.environ.items()
+                                                         if not k.startswith(("KERNEL_", "BBROWSE_"))},
+                                                      **home, "PATH": str(empty)})
+    assert linux.returncode == 0, linux.stderr
+    missing = {item["what"]: item["how"] for item in json.loads(linux.stdout)["missing"]}
+    assert set(missing) == {"chromium", "ffmpeg", "Xvfb", "xdotool", "xclip"}
+    assert "sudo apt-get install xvfb" in missing["Xvfb"]

@@ -1,4 +1,5 @@
-"""`bbrowse info`: which profile and service the commands talk to, whether it answers, and every path.
+"""`bbrowse info`: which profile and service the commands talk to, whether it answers, and every path;
+the shell pane's terminal core, and what `bbrowse serve` needs that this machine lacks, with how to get it.
 
 It only looks: an embedded service that is not running is reported as such, not started (the next
 command that needs it starts it). The token is never printed. It also shows how much the local state
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import click
@@ -72,6 +75,38 @@ def retention_limits() -> RetentionLimits:
     return RetentionLimits(keep or limits.keep_seconds, size or limits.max_bytes)
 
 
+# What `bbrowse serve` runs, by the commands it looks for: (name, commands, why, Debian/Ubuntu package, Fedora package)
+SERVICE_PROGRAMS = [
+    ("chromium", ("chromium", "chromium-browser", "google-chrome"), "the browsers", "chromium", "chromium"),
+    ("ffmpeg", ("ffmpeg",), "replays (screen recordings)", "ffmpeg", "ffmpeg-free"),
+    ("Xvfb", ("Xvfb",), "headful sessions (a virtual display)", "xvfb", "xorg-x11-server-Xvfb"),
+    ("xdotool", ("xdotool",), "computer controls (mouse, keys) on headful sessions", "xdotool", "xdotool"),
+    ("xclip", ("xclip",), "the clipboard of headful sessions", "xclip", "xclip"),
+]
+
+
+def terminal_core() -> dict:
+    """Which terminal core the shell pane runs on here, and why."""
+    from bbrowse.tui.terminal.core import core_class, core_status
+
+    name, why = core_status()
+    return {"name": name, "label": core_class(name).label, "why": why}
+
+
+def doctor() -> list[dict]:
+    """What is missing on this machine for `bbrowse serve`, and how to get it (empty: nothing)."""
+    unavailable = launcher.local_service_unavailable()
+    if unavailable:
+        return [{"what": "bbrowse serve", "why": "the local service needs Linux",
+                 "how": "use Kernel's cloud (KERNEL_API_KEY) or a profile for a bbrowse serve on Linux"}]
+    missing = []
+    for name, commands, why, debian, fedora in SERVICE_PROGRAMS:
+        if not any(shutil.which(command) for command in commands):
+            missing.append({"what": name, "why": why,
+                            "how": f"sudo apt-get install {debian}  (Fedora: sudo dnf install {fedora})"})
+    return missing
+
+
 def gather() -> dict:
     service_log, launch_log = embedded_log_files()
     info: dict = {"version": __version__}
@@ -97,6 +132,9 @@ def gather() -> dict:
                                                      "BBROWSE_PROFILE", "BBROWSE_THEME")
              if os.environ.get(name)},
     )
+    info["terminal_core"] = terminal_core()
+    info["platform"] = f"{sys.platform} {os.uname().machine}, Python {sys.version.split()[0]}"
+    info["missing"] = doctor()
     if config_problem:
         info["config_error"] = config_problem
     return info
@@ -145,7 +183,13 @@ def show(info: dict) -> None:
         ["service log", info["log_file"]],
         ["launch log", info["launch_log"]],
         ["version", info["version"]],
+        ["platform", info["platform"]],
+        ["terminal core", f"{info['terminal_core']['label']} ({info['terminal_core']['why']})"],
     ]
+    if info["missing"]:
+        rows += [[f"missing: {item['what']}", f"{item['why']}: {item['how']}"] for item in info["missing"]]
+    else:
+        rows.append(["service needs", "all found (" + ", ".join(name for name, *_ in SERVICE_PROGRAMS) + ")"])
     click.echo(table(["", ""], rows, show_header=False))
 
 
