@@ -45,7 +45,7 @@ from textual.widget import Widget
 from bbrowse.client.stdin_writer import StdinWriter
 
 from . import flood
-from .core import TerminalCore
+from .core import TerminalCore, core_label
 from .images import Placement
 from .keys import encode_paste, split_key
 from .render import Painter
@@ -192,6 +192,12 @@ class TerminalView(Widget, can_focus=True):
         self._images_generation = 0
         self.exit_code: int | None = None
         self.exited = False
+        # Which core draws this pane, for the help panel (`?` shows the focused widget's HELP, which Textual
+        # declares a class variable; the core is this instance's).
+        self.HELP = (  # type: ignore[misc]
+            f"**Terminal core:** {core_label()}. Every key goes to the program; "
+            "ctrl+] leaves the pane (unless the keymap moved it); shift+PgUp/PgDn scroll back."
+        )
         self.border_subtitle = self._leave_hint()
 
     @property
@@ -469,7 +475,9 @@ class TerminalView(Widget, can_focus=True):
             pass
         names, base = split_key(key.split(",")[0].strip())
         modifiers = [name for name in ("ctrl", "alt", "shift", "meta", "super") if name in names]
-        return "+".join([*modifiers, format_key(base)]) + " leave"
+        hint = "+".join([*modifiers, format_key(base)]) + " leave"
+        # The Python core (macOS, or forced) is named where people look; libghostty is the default.
+        return hint + " · Python core" if self.core.name == "python" else hint
 
     # ------------------------------------------------------------------ size
 
