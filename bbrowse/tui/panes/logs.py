@@ -133,7 +133,8 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
             if is_permanent(error):  # a missing file or session, a bad request, no access
                 view.flush()
                 panel.connection = f"stopped: {describe_error(error)}"
-                if not connected_once:
+                if not connected_once:  # say it where the lines would be, not only in a toast
+                    view.append_lines([f"Could not open {target.label}: {describe_error(error)}"])
                     services(panel).report_error(error, f"Could not open the log {target.label}")
                 return
             if isinstance(error, ConnectionLost):
@@ -358,6 +359,8 @@ class LogsPane(SessionPane, can_focus=True):
         self._count = 0
         #: The service answered a supervisor stream with "not available": `o` offers files only.
         self.supervisor_logs_unavailable = False
+        #: What each pane (by id) follows: (source, name), so the same log is not opened twice.
+        self._targets: dict[str, tuple[LogSource, str]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(HINT, id="logs-hint", markup=False)
@@ -401,7 +404,14 @@ class LogsPane(SessionPane, can_focus=True):
             await self.open_log(LogTarget(LogSource.SUPERVISOR, name))
 
     async def open_log(self, target: LogTarget, *, focus: bool = True) -> LogPanel:
-        """Add a pane following `target` and start its stream."""
+        """Add a pane following `target` and start its stream; a log already open is focused instead."""
+        for panel in self.panels:
+            if self._targets.get(panel.id or "") == (target.source, target.name):
+                self._activate(panel)
+                if focus:
+                    panel.focus_view()
+                self.notify(f"{target.label} is already open", timeout=3, markup=False)
+                return panel
         self._count += 1
         client, session_id = self.client, self.session_id
 
@@ -410,6 +420,7 @@ class LogsPane(SessionPane, can_focus=True):
 
         capacity = self.capacity or settings_of(self).logs.buffer_lines  # [logs] buffer_lines
         panel = LogPanel(target.label, target.slug, feed=feed, capacity=capacity, id=f"log-{self._count}")
+        self._targets[panel.id or ""] = (target.source, target.name)
         await self.query_one("#logs-panels").mount(panel)
         self.add_class("has-panels")
         self._activate(panel)

@@ -16,6 +16,7 @@ lines even as old ones drop off the front of the buffer.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.geometry import Offset, Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -38,7 +39,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, Label
 
 from bbrowse.tui.ansi_text import cell_widths, maybe_json, pretty_json, to_text
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY, AllLines, LogBuffer, MatchIndex, RowMap
@@ -50,19 +51,52 @@ FRAMES_PER_SECOND = 30
 STRIP_CACHE_SIZE = 2000
 #: Final screen rows kept (several panes' worth of screens).
 ROW_CACHE_SIZE = 4000
-#: Width of the `t` timestamp column: `12:34:56.789 `.
-TIMESTAMP_WIDTH = 13
+#: Width of the `t` timestamp column: `12:34:56.789 ` or `~12:34:56.789 ` (see `line_time`).
+TIMESTAMP_WIDTH = 14
 #: Most rows `get_selection` turns back into text (a selection is what is on screen, give or take).
 MAX_SELECTION_ROWS = 20_000
 
 _json_highlighter = JSONHighlighter()
 
 
-def format_timestamp(timestamp: float) -> str:
-    """`HH:MM:SS.mmm` local time; blanks when the time is unknown (0)."""
+#: A time at the start of a line: ISO 8601 / RFC 3339 (`2026-11-26T12:34:56.789Z`, `2026-11-26 12:34:56,789`),
+#: optionally in brackets; Chromium's `[pid:tid:MMDD/HHMMSS.mmm:`; syslog's `Nov 26 12:34:56`.
+_LINE_TIME = re.compile(
+    r"^\W{0,2}(?:(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r"|\d+:\d+:(?P<cr_md>\d{4})/(?P<cr_hms>\d{6})\.(?P<cr_ms>\d{3})"
+    r"|(?P<sys>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d))"
+)
+
+
+def line_time(line: str) -> str | None:
+    """`HH:MM:SS.mmm` of a time the line starts with (its own time), or None when it carries none."""
+    match = _LINE_TIME.match(line)
+    if match is None:
+        return None
+    if match["iso"]:
+        iso = match["iso"].replace(",", ".").replace(" ", "T")
+        try:
+            moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is not None:
+            moment = moment.astimezone()  # shown in local time, as the received times are
+        return moment.strftime("%H:%M:%S.%f")[:-3]
+    if match["cr_hms"]:
+        hms = match["cr_hms"]
+        return f"{hms[0:2]}:{hms[2:4]}:{hms[4:6]}.{match['cr_ms']}"
+    return match["sys"][-8:] + ".000"
+
+
+def format_timestamp(timestamp: float, line: str = "") -> str:
+    """The `t` column: the line's own time where it starts with one (`12:34:56.789`), else when the service
+    read it, marked `~` (`~12:34:56.789`); blanks when neither is known."""
+    own = line_time(line) if line else None
+    if own is not None:
+        return f" {own}"
     if not timestamp:
         return " " * (TIMESTAMP_WIDTH - 1)
-    return datetime.fromtimestamp(timestamp).strftime("%H:%M:%S.%f")[:-3]
+    return "~" + datetime.fromtimestamp(timestamp).strftime("%H:%M:%S.%f")[:-3]
 
 
 class LogView(ScrollView, can_focus=True):
@@ -203,6 +237,15 @@ class LogView(ScrollView, can_focus=True):
     def entry_count(self) -> int:
         """Entries in the current view (all lines, or those passing the filter)."""
         return len(self._view)
+
+    def shown_lines(self) -> list[str]:
+        """The lines this view shows: all of them, or those passing the filter (gap markers left out)."""
+        view = self._view
+        if not isinstance(view, MatchIndex):
+            return self.buffer.snapshot()
+        gaps = self.buffer.gaps
+        seqs = (view.seq_at(pos) for pos in range(view.first_pos, view.end_pos))
+        return [self.buffer.line(seq) for seq in seqs if seq not in gaps]
 
     @property
     def filter_query(self) -> str:
@@ -660,7 +703,7 @@ class LogView(ScrollView, can_focus=True):
         strips = []
         for index, body in enumerate(bodies):
             if self.show_timestamps:
-                stamp = format_timestamp(buffer.timestamp(seq)) + " " if index == 0 else " " * TIMESTAMP_WIDTH
+                stamp = format_timestamp(buffer.timestamp(seq), line) + " " if index == 0 else " " * TIMESTAMP_WIDTH
                 text = Text(stamp, style=self._style("logview--timestamp"))
                 text.append_text(body)
             else:
@@ -759,8 +802,11 @@ class LogPanel(Vertical):
     DEFAULT_CSS = """
     LogPanel { height: 1fr; border: round $panel-lighten-2; border-title-color: $text-muted; }
     LogPanel:focus-within { border: round $accent; border-title-color: $text; }
-    LogPanel > Input { display: none; height: 1; border: none; padding: 0 1; margin: 0; }
-    LogPanel > Input.visible { display: block; }
+    LogPanel > #log-prompt-row { display: none; height: 1; }
+    LogPanel > #log-prompt-row.visible { display: block; }
+    LogPanel #log-prompt-label { width: auto; height: 1; padding: 0 1; background: $accent; color: $text; }
+    /* Input's own :focus border would squeeze the text out of a one-row prompt */
+    LogPanel #log-prompt, LogPanel #log-prompt:focus { height: 1; width: 1fr; border: none; padding: 0 1; margin: 0; }
     """
     BINDINGS = [
         Binding("slash", "prompt('search')", "Search", id="logs.search"),
@@ -792,7 +838,9 @@ class LogPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield LogView(self.capacity)
-        yield Input(id="log-prompt", select_on_focus=False)
+        with Horizontal(id="log-prompt-row"):
+            yield Label("search", id="log-prompt-label")
+            yield Input(id="log-prompt", select_on_focus=False)
         yield LogStatus()
 
     @property
@@ -836,12 +884,16 @@ class LogPanel(Vertical):
             number = view.match_number()
             where = f"{number:,}/" if number is not None else ""
             parts.append((f"/{view.search.query}: {where}{len(view.search):,} matches", ""))
-        if view.following:
+        stopped = self.connection.startswith(("stopped", "not available"))
+        if stopped:
+            pass  # nothing comes any more: not "following" beside "stopped"
+        elif view.following:
             parts.append(("● following", ""))
         else:
-            new = f" · {view.new_while_paused:,} new lines" if view.new_while_paused else ""
+            count = view.new_while_paused
+            new = f" · {count:,} new line{'s' if count != 1 else ''}" if count else ""
             parts.append((f"⏸ paused — G or End to follow{new}", paused))
-        options = [name for name, enabled in (("wrap", view.wrap), ("time", view.show_timestamps),
+        options = [name for name, enabled in (("wrap", view.wrap), ("time (~ when read)", view.show_timestamps),
                                               ("json", view.pretty)) if enabled]
         if options:
             parts.append(("+".join(options), ""))
@@ -862,27 +914,28 @@ class LogPanel(Vertical):
         prompt = self.query_one("#log-prompt", Input)
         view = self.view
         if mode == "search":
-            prompt.placeholder = "Search (case-insensitive; enter to find, n/N next/previous, esc to clear)"
+            prompt.placeholder = "case-insensitive; enter finds, n/N next/previous, esc closes"
             prompt.value = view.search.query if view.search is not None else ""
         else:
-            prompt.placeholder = "Filter: show only lines containing… (empty shows all)"
+            prompt.placeholder = "show only lines containing… (empty shows all)"
             prompt.value = view.filter_query
-        prompt.add_class("visible")
+        self.query_one("#log-prompt-label", Label).update(mode)
+        self.query_one("#log-prompt-row").add_class("visible")
         prompt.focus()
 
     def action_close_prompt(self) -> None:
         from textual.actions import SkipAction
 
-        prompt = self.query_one("#log-prompt", Input)
-        if not prompt.has_class("visible"):
+        row = self.query_one("#log-prompt-row")
+        if not row.has_class("visible"):
             raise SkipAction()
-        prompt.remove_class("visible")
+        row.remove_class("visible")
         self.focus_view()
 
     @on(Input.Submitted, "#log-prompt")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        event.input.remove_class("visible")
+        self.query_one("#log-prompt-row").remove_class("visible")
         view = self.view
         view.focus()
         if self._prompt_mode == "search":
@@ -896,18 +949,21 @@ class LogPanel(Vertical):
         """Ask where (the download directory by default), then write the lines held right now."""
         from bbrowse.tui.dialogs.save import SaveScreen
 
-        lines = self.view.buffer.snapshot()
+        view = self.view
+        lines = view.shown_lines()
+        query = view.filter_query
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        what = (f"the {len(lines):,} lines shown with the filter {query!r} (of {len(view.buffer):,})" if query
+                else f"{len(lines):,} lines of {self.title}")
 
         def chosen(target: Path | None) -> None:
             if target is not None:
-                self._save(lines, target)
+                self._save(lines, target, f" (filter {query!r})" if query else "")
 
-        self.app.push_screen(SaveScreen("Save log", f"bbrowse-{self.slug}-{stamp}.log",
-                                        what=f"{len(lines):,} lines of {self.title}"), chosen)
+        self.app.push_screen(SaveScreen("Save log", f"bbrowse-{self.slug}-{stamp}.log", what=what), chosen)
 
     @work(thread=True, exclusive=True, group="log-save")
-    def _save(self, lines: list[str], target: Path) -> None:
+    def _save(self, lines: list[str], target: Path, which: str = "") -> None:
         partial = partial_path(target)
         try:
             with partial.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
@@ -920,4 +976,4 @@ class LogPanel(Vertical):
             self.notify(f"Could not save to {target}: {error}", title="Save failed", severity="error", timeout=8,
                         markup=False)
             return
-        self.notify(f"Saved {len(lines):,} lines to {target}", title="Log saved", timeout=8, markup=False)
+        self.notify(f"Saved {len(lines):,} lines{which} to {target}", title="Log saved", timeout=8, markup=False)
