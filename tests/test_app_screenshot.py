@@ -127,6 +127,16 @@ async def test_a_region_outside_the_viewport_shows_the_error_in_the_pane(service
         await wait_for(pilot, lambda: not pane.capturing and (pane.image is not None or pane.error is not None), 40)
         await pilot.press("R", *"1,2,3", "enter")  # not four numbers: refused before asking
         assert "four numbers" in str(pane.query_one("#shot-region-error").render())
+        await wait_for(pilot, lambda: pane.viewport is not None, what="the viewport is known")
+        await pilot.press("ctrl+u", *"0,0,99999,10", "enter")  # checked against the viewport, here
+        region_error = str(pane.query_one("#shot-region-error").render())
+        assert "outside the" in region_error and "viewport" in region_error, region_error
+        field = pane.query_one("#shot-region")
+        assert field.has_focus and field.has_class("open")  # digits typed next go into the field
+        await pilot.press("1")
+        assert field.value.endswith("1") and isinstance(app.screen, type(app.screen))
+        # a region the app cannot check (viewport unknown) is still refused by the service, in the pane
+        pane.viewport = None
         await pilot.press("ctrl+u", *"0,0,99999,10", "enter")
         await wait_for(pilot, lambda: "bad_request (400)" in error_box(pane))
         assert "viewport" in error_box(pane)

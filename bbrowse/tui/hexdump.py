@@ -4,7 +4,8 @@
 
 Offset, 16 bytes in two groups of 8, then the ASCII gutter (printable bytes as themselves, others as
 `.`). A partial last line is padded so its gutter lines up with the others. Pure functions: no I/O,
-no Textual; the file viewer asks for line `n` and formats `data[16n:16n+16]`.
+no Textual; the file viewer asks for line `n` and formats `data[16n:16n+16]`. A narrow viewer takes
+fewer bytes a line (`fit_per_line`: 8 or 4, one group) and keeps the text column.
 """
 
 from __future__ import annotations
@@ -29,14 +30,27 @@ def offset_digits(total_size: int) -> int:
     return max(8, len(f"{max(total_size - 1, 0):x}"))
 
 
-def line_count(size: int) -> int:
+def line_count(size: int, per_line: int = BYTES_PER_LINE) -> int:
     """Lines a dump of `size` bytes takes (a partial last line counts)."""
-    return (size + BYTES_PER_LINE - 1) // BYTES_PER_LINE
+    return (size + per_line - 1) // per_line
 
 
-def line_width(digits: int = 8) -> int:
+def hex_width(per_line: int = BYTES_PER_LINE) -> int:
+    """Characters between the offset and the gutter for `per_line` bytes (two groups only for 16)."""
+    return 2 + per_line * 3 - 1 + (1 if per_line > GROUP else 0) + 2
+
+
+def line_width(digits: int = 8, per_line: int = BYTES_PER_LINE) -> int:
     """Cells of a full line: offset, hex columns, and the `|…|` gutter."""
-    return digits + HEX_WIDTH + 1 + BYTES_PER_LINE + 1
+    return digits + hex_width(per_line) + 1 + per_line + 1
+
+
+def fit_per_line(width: int, digits: int = 8) -> int:
+    """Bytes a line for a viewer `width` cells wide: 16, else 8, else 4 (the text column always kept)."""
+    for per_line in (BYTES_PER_LINE, GROUP, GROUP // 2):
+        if line_width(digits, per_line) <= width:
+            return per_line
+    return GROUP // 2
 
 
 def gutter(chunk: bytes) -> str:
@@ -44,26 +58,29 @@ def gutter(chunk: bytes) -> str:
     return "".join(_GUTTER[b] for b in chunk)
 
 
-def hex_columns(chunk: bytes) -> str:
-    """`48 65 …  …` padded to the full width of 16 bytes, groups of 8 separated by two spaces."""
+def hex_columns(chunk: bytes, per_line: int = BYTES_PER_LINE) -> str:
+    """`48 65 …  …` padded to the full width of `per_line` bytes; for 16, groups of 8 separated by two spaces."""
+    if per_line <= GROUP:
+        return f"{' '.join(_HEX[b] for b in chunk):<{per_line * 3 - 1}}"
     left = " ".join(_HEX[b] for b in chunk[:GROUP])
-    right = " ".join(_HEX[b] for b in chunk[GROUP:BYTES_PER_LINE])
+    right = " ".join(_HEX[b] for b in chunk[GROUP:per_line])
     return f"{left:<{GROUP_WIDTH}}  {right:<{GROUP_WIDTH}}"
 
 
-def format_line(chunk: bytes, offset: int, digits: int = 8) -> str:
-    """One dump line for up to 16 bytes starting at `offset`."""
-    if len(chunk) > BYTES_PER_LINE:
-        raise ValueError(f"a hex dump line holds at most {BYTES_PER_LINE} bytes, got {len(chunk)}")
-    return f"{offset:0{digits}x}  {hex_columns(chunk)}  |{gutter(chunk)}|"
+def format_line(chunk: bytes, offset: int, digits: int = 8, per_line: int = BYTES_PER_LINE) -> str:
+    """One dump line for up to `per_line` bytes starting at `offset`."""
+    if len(chunk) > per_line:
+        raise ValueError(f"a hex dump line holds at most {per_line} bytes, got {len(chunk)}")
+    return f"{offset:0{digits}x}  {hex_columns(chunk, per_line)}  |{gutter(chunk)}|"
 
 
-def line_at(data: bytes | bytearray | memoryview, index: int, *, base_offset: int = 0, digits: int = 8) -> str:
+def line_at(data: bytes | bytearray | memoryview, index: int, *, base_offset: int = 0, digits: int = 8,
+            per_line: int = BYTES_PER_LINE) -> str:
     """Line `index` of the dump of `data` (whose first byte sits at `base_offset` in the file)."""
-    start = index * BYTES_PER_LINE
+    start = index * per_line
     if index < 0 or start >= len(data):
         raise IndexError(f"line {index} is past the end of {len(data)} bytes")
-    return format_line(bytes(data[start:start + BYTES_PER_LINE]), base_offset + start, digits)
+    return format_line(bytes(data[start:start + per_line]), base_offset + start, digits, per_line)
 
 
 def hexdump(data: bytes, *, base_offset: int = 0) -> list[str]:

@@ -21,6 +21,7 @@ import base64
 import os
 import posixpath
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -49,12 +50,21 @@ HINT = ("enter open · tab viewer · g go to · ~ work dir · / root · s save �
         "u upload · n mkdir · R move · d delete · c chmod · z zip")
 #: Seconds the finished progress bar stays up, so the user sees where the file went.
 SAVED_BAR_SECONDS = 6.0
+#: A zip of a directory at least this large (before compression) is asked about first, with its size.
+LARGE_ZIP_BYTES = 100 * 1024 * 1024
+#: How long `du` may measure a directory before a zip (then: "could not be measured in time").
+ZIP_SIZE_SECONDS = 5
 #: Changes reported by the watch within this many seconds are listed again together.
 WATCH_SETTLE_SECONDS = 0.15
 #: After a watch fails, wait this long (doubling, up to the maximum) before watching again.
 WATCH_RETRY_SECONDS, WATCH_RETRY_MAX_SECONDS = 1.0, 30.0
 #: Progress bars are redrawn at most this often.
 PROGRESS_EVERY_SECONDS = 0.05
+
+
+def dir_label(directory: str) -> str:
+    """A directory as shown in questions: with one trailing slash (`/`, never `//`)."""
+    return directory.rstrip("/") + "/"
 
 
 def mode_bits(mode: str) -> int | None:
@@ -382,14 +392,16 @@ class FilesPane(SessionPane):
     # saving -------------------------------------------------------------------
 
     def action_save(self) -> None:
-        path = self.viewer.path
+        """Save the highlighted file (as d, R and c act on the highlighted entry); the viewer's file only when
+        nothing is highlighted."""
+        entry = self.selected_entry()
+        if entry is not None and entry.is_dir:
+            self.notify(f"{entry.path} is a directory: z downloads it as a zip", severity="warning", markup=False)
+            return
+        path = entry.path if entry is not None else self.viewer.path
         if path is None:
-            node = self.file_tree.cursor_node
-            entry = node.data if node is not None else None
-            if entry is None or entry.is_dir or entry.placeholder:
-                self.notify("Open or highlight a file first", severity="warning")
-                return
-            path = entry.path
+            self.notify("Highlight a file first", severity="warning")
+            return
 
         def chosen(target: Path | None) -> None:
             if target is not None:
@@ -529,12 +541,28 @@ class FilesPane(SessionPane):
         """A path typed for the instance: absolute as is, else from `base`; normalised."""
         return posixpath.normpath(posixpath.join(base, typed))
 
+    def _outside(self, typed: str, target: str, base: str, verb: str, then: Callable[[], object]) -> None:
+        """Run `then` at once when `target` (resolved from `typed`) stays inside `base`; else show where it
+        resolves to and ask first (`../../etc/x` typed in /work must not land in /etc unseen)."""
+        inside = target == base or target.startswith(dir_label(base))
+        if inside:
+            then()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        where = f"{typed!r} resolves to {target}" if typed != target else target
+        self.app.push_screen(ConfirmScreen(f"{where}, outside {dir_label(base)} where you are. {verb} there?",
+                                           verb), answered)
+
     # upload ---------------------------------------------------------------------
 
     def action_upload(self) -> None:
         directory = self.current_directory()
         start = os.getcwd().rstrip("/") + "/"
-        self._ask("upload", f"Upload into {directory}/ · a local file or directory (tab completes):", start,
+        self._ask("upload", f"Upload into {dir_label(directory)} · a local file or directory (tab completes):", start,
                   directory, local_paths=True)
 
     def _answer_upload(self, typed: str, directory: str) -> None:
@@ -590,13 +618,14 @@ class FilesPane(SessionPane):
 
     def action_new_directory(self) -> None:
         directory = self.current_directory()
-        self._ask("mkdir", f"New directory in {directory}/ (a name, or an absolute path):", "", directory)
+        self._ask("mkdir", f"New directory in {dir_label(directory)} (a name, or an absolute path):", "", directory)
 
     def _answer_mkdir(self, typed: str, directory: str) -> None:
         if not typed:
             self._prompt_error("Type a name for the new directory.")
             return
-        self._mkdir(self._instance_path(typed, directory))
+        target = self._instance_path(typed, directory)
+        self._outside(typed, target, directory, "Make it", lambda: self._mkdir(target))
 
     @work(exclusive=True, group="files-prompt")
     async def _mkdir(self, path: str) -> None:
@@ -622,11 +651,13 @@ class FilesPane(SessionPane):
         if not typed:
             self._prompt_error("Type the new name or path.")
             return
-        target = self._instance_path(typed, posixpath.dirname(source) or "/")
+        base = posixpath.dirname(source) or "/"
+        target = self._instance_path(typed, base)
         if target == source:
             self._close_prompt()
             return
-        self._move(source, target, overwrite=False)
+        self._outside(typed if typed != source else target, target, base, "Move it",
+                      lambda: self._move(source, target, overwrite=False))
 
     @work(exclusive=True, group="files-prompt")
     async def _move(self, source: str, target: str, *, overwrite: bool) -> None:
@@ -721,15 +752,46 @@ class FilesPane(SessionPane):
     # zip ------------------------------------------------------------------------
 
     def action_zip(self) -> None:
-        directory = self.current_directory()
+        self._zip_asking(self.current_directory())
+
+    @work(exclusive=True, group="files-zip-size")
+    async def _zip_asking(self, directory: str) -> None:
+        """Say how large first (du on the instance, bounded): a zip of `/` is the whole instance."""
         name = posixpath.basename(directory.rstrip("/")) or "root"
+        self.notify(f"Measuring {dir_label(directory)}…", timeout=2, markup=False)
+        size, exact = await self._size_of(directory)
+        if size is None:
+            size_text = f"of a size that could not be measured in {ZIP_SIZE_SECONDS} s (large)"
+        else:
+            size_text = f"{'about' if exact else 'at least'} {human_bytes(size)} before compression"
+        if size is None or size >= LARGE_ZIP_BYTES or directory == "/":
+            question = f"{dir_label(directory)} on the instance is {size_text}. Download all of it as a zip?"
+            if not await self.app.push_screen_wait(ConfirmScreen(question, "Download")):
+                return
 
         def chosen(target: Path | None) -> None:
             if target is not None:
                 self._zip(directory, target)
 
-        self.app.push_screen(SaveScreen(f"Download {directory} as a zip", f"{name}.zip",
-                                        what=f"{directory}/ on the instance, everything in it"), chosen)
+        self.app.push_screen(SaveScreen(f"Download {dir_label(directory)} as a zip", f"{name}.zip",
+                                        what=f"{dir_label(directory)} on the instance, everything in it, "
+                                             f"{size_text}"), chosen)
+
+    async def _size_of(self, directory: str) -> tuple[int | None, bool]:
+        """(bytes below `directory`, whether all of it could be read), by `du` on the instance; None when it
+        cannot say in time."""
+        try:
+            result = await self.client.processes.exec(
+                self.session_id, "timeout", [str(ZIP_SIZE_SECONDS), "du", "-sk", directory],
+                timeout_sec=ZIP_SIZE_SECONDS + 2)
+        except ClientError:
+            return None, False
+        if result.exit_code == 124:  # timeout's own code: still counting
+            return None, False
+        try:
+            return int(base64.b64decode(result.stdout_b64).split()[0]) * 1024, result.exit_code == 0
+        except (ValueError, IndexError):
+            return None, False
 
     @work(exclusive=True, group="files-transfer")
     async def _zip(self, directory: str, target: Path) -> None:

@@ -52,8 +52,9 @@ HIDDEN_POLL_SECONDS = 0.25
 FPS_WINDOW_SECONDS = 2.0
 
 
-def parse_region(text: str) -> ScreenshotRegion | None:
-    """`x,y,w,h` (commas or spaces) to a region; empty text is None (the whole viewport).
+def parse_region(text: str, viewport: tuple[int, int] | None = None) -> ScreenshotRegion | None:
+    """`x,y,w,h` (commas or spaces) to a region; empty text is None (the whole viewport). With `viewport`
+    (width, height in pixels) the region must lie inside it.
 
     Raises ValueError with a sentence the user can act on.
     """
@@ -68,6 +69,11 @@ def parse_region(text: str) -> ScreenshotRegion | None:
         raise ValueError("x, y, width and height must be whole numbers of pixels") from None
     if x < 0 or y < 0 or width < 1 or height < 1:
         raise ValueError("x and y must be 0 or more, width and height 1 or more")
+    if viewport is not None:
+        view_width, view_height = viewport
+        if x + width > view_width or y + height > view_height:
+            raise ValueError(f"the region ends at {x + width},{y + height}, outside the {view_width}×{view_height} "
+                             f"viewport: x+width at most {view_width}, y+height at most {view_height}")
     return ScreenshotRegion(x=x, y=y, width=width, height=height)
 
 
@@ -128,6 +134,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.auto_capture = auto_capture
         self.rendering = rendering
         self.capture_region: ScreenshotRegion | None = None
+        #: The browser's viewport (width, height) in pixels, once known: a region is checked against it.
+        self.viewport: tuple[int, int] | None = None
         self.interval = DEFAULT_INTERVAL
         self.live = False
         self.capturing = False
@@ -407,6 +415,19 @@ class ScreenshotPane(SessionPane, can_focus=True):
         field.value = f"{r.x},{r.y},{r.width},{r.height}" if r else ""
         field.add_class("open")
         field.focus()
+        self._learn_viewport()
+
+    @work(exclusive=True, group="screenshot-viewport")
+    async def _learn_viewport(self) -> None:
+        """The browser's viewport, which a region must lie inside (the session's, else the last full capture's)."""
+        try:
+            browser = await self.client.sessions.get(self.session_id)
+        except ClientError:
+            browser = None
+        if browser is not None and browser.viewport is not None:
+            self.viewport = (browser.viewport.width, browser.viewport.height)
+        elif self.capture_region is None and self.image is not None:
+            self.viewport = self.image.size
 
     def _close_region(self) -> None:
         self.query_one(RegionInput).remove_class("open")
@@ -422,8 +443,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
     def _region_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         try:
-            self.capture_region = parse_region(event.value)
-        except ValueError as error:
+            self.capture_region = parse_region(event.value, self.viewport)
+        except ValueError as error:  # the field stays open with the focus: the next keys fix the numbers
             box = self.query_one("#shot-region-error", Static)
             box.update(Text(str(error)))
             box.add_class("shown")
@@ -489,5 +510,5 @@ class ScreenshotPane(SessionPane, can_focus=True):
             status.append(" │ capturing…", style="italic")
         elif self.error:
             status.append(" │ failed", style="bold red")
-        status.append(f" │ {self.view.rendering}", style="dim")
+        status.append(f" │ {self.view.rendering_label}", style="dim")
         self.query_one("#shot-status", Static).update(status)

@@ -140,6 +140,10 @@ class RemoteFileTree(Tree[RemoteEntry]):
 
     def render_label(self, node: TreeNode[RemoteEntry], base_style: Style, style: Style) -> Text:
         text = super().render_label(node, base_style, style)
+        if node is self.root:  # a long root path keeps its end, the part that says where this is
+            room = self.scrollable_content_region.width - 3  # the root's expand icon, and a cell to spare
+            if room > 1 and text.cell_len > room:
+                text = Text("…", style=text.style) + text[text.cell_len - room + 1:]
         entry = node.data
         if entry is not None and entry.loading:
             text.append(" loading…", style="dim italic")

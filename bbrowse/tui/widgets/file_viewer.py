@@ -41,7 +41,7 @@ from bbrowse.tui import hexdump
 from bbrowse.tui.ansi_text import show_controls
 from bbrowse.tui.app_services import services
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
-from bbrowse.tui.widgets.image_view import ImageView, decode_image
+from bbrowse.tui.widgets.image_view import ImageView, decode_image, image_error_text
 
 #: Bytes loaded per step (the first screen needs only the first block of it).
 LOAD_STEP = 256 * 1024
@@ -190,6 +190,8 @@ class FileLines(ScrollView, can_focus=True):
         self._strips: dict[int, Strip] = {}
         self._styles: dict[str, RichStyle] = {}
         self._style_key: object = None
+        #: Bytes a hex row: 16, or fewer when the viewer is narrow (`hexdump.fit_per_line`).
+        self.per_line = hexdump.BYTES_PER_LINE
 
     # content ------------------------------------------------------------------
 
@@ -214,13 +216,15 @@ class FileLines(ScrollView, can_focus=True):
     def changed(self) -> None:
         """Content grew or changed: new virtual size, cached rows dropped, repaint."""
         self._strips.clear()
+        if self.mode == "hex":
+            self.per_line = hexdump.fit_per_line(self.scrollable_content_region.width or 10_000, self._digits())
         self.virtual_size = Size(self._content_width(), self.row_count)
         self.refresh()
 
     @property
     def content_rows(self) -> int:
         if self.mode == "hex":
-            return hexdump.line_count(len(self.data))
+            return hexdump.line_count(len(self.data), self.per_line)
         return len(self.text)
 
     @property
@@ -231,7 +235,7 @@ class FileLines(ScrollView, can_focus=True):
         """The plain text of row `row`, as drawn (without line numbers): for tests and copying."""
         if row < self.content_rows:
             if self.mode == "hex":
-                return hexdump.line_at(self.data, row, digits=self._digits())
+                return hexdump.line_at(self.data, row, digits=self._digits(), per_line=self.per_line)
             return self.text[row]
         if self.footer and row == self.content_rows:
             return self.footer
@@ -245,7 +249,7 @@ class FileLines(ScrollView, can_focus=True):
 
     def _content_width(self) -> int:
         if self.mode == "hex":
-            width = hexdump.line_width(self._digits())
+            width = hexdump.line_width(self._digits(), self.per_line)
         else:
             width = self._gutter_width() + self.text.widest
         return max(width, cell_len(self.footer or ""))
@@ -296,25 +300,31 @@ class FileLines(ScrollView, can_focus=True):
         return Strip([Segment(self.text[row], self._style(""))])
 
     def _hex_row(self, row: int) -> Strip:
-        start = row * hexdump.BYTES_PER_LINE
-        chunk = bytes(self.data[start:start + hexdump.BYTES_PER_LINE])
+        per_line = self.per_line
+        start = row * per_line
+        chunk = bytes(self.data[start:start + per_line])
         plain = self._style("")
         segments = [Segment(f"{start:0{self._digits()}x}", self._style(STYLE_OFFSET)), Segment("  ", plain)]
-        for index in range(hexdump.BYTES_PER_LINE):
-            if index == hexdump.GROUP:
+        for index in range(per_line):
+            if index == hexdump.GROUP and per_line > hexdump.GROUP:
                 segments.append(Segment(" ", plain))
             if index < len(chunk):
                 byte = chunk[index]
                 segments.append(Segment(f"{byte:02x}", self._style(HEX_STYLES[hexdump.byte_class(byte)])))
             else:
                 segments.append(Segment("  ", plain))
-            if index < hexdump.BYTES_PER_LINE - 1:
+            if index < per_line - 1:
                 segments.append(Segment(" ", plain))
         segments.append(Segment("  |", plain))
         for byte, char in zip(chunk, hexdump.gutter(chunk), strict=True):
             segments.append(Segment(char, self._style(HEX_STYLES[hexdump.byte_class(byte)])))
         segments.append(Segment("|", plain))
         return Strip(segments)
+
+    def on_resize(self) -> None:
+        if self.mode == "hex" and hexdump.fit_per_line(self.scrollable_content_region.width,
+                                                       self._digits()) != self.per_line:
+            self.changed()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -362,6 +372,7 @@ class FileViewer(Vertical):
         self._generation = 0
         self._target = LOAD_STEP
         self._image_failed = False
+        self._image_why = "too large to draw"
 
     def compose(self) -> ComposeResult:
         yield Static("", id="viewer-title", markup=False)
@@ -397,6 +408,7 @@ class FileViewer(Vertical):
         self.error = None
         self.hex_forced = False
         self._image_failed = False
+        self._image_why = "too large to draw"
         self._target = LOAD_STEP
         self.opened_at = time.perf_counter()
         self.first_block_at = None
@@ -584,7 +596,7 @@ class FileViewer(Vertical):
             if self.kind is FileKind.TEXT and self.language and self.language != "text":
                 kind = self.language
             if self.kind is FileKind.IMAGE and self._image_failed:
-                kind = "image (too large to draw)"
+                kind = f"image ({self._image_why})"
             parts.append(kind + (" as hex" if self.hex_forced else ""))
         if not self.complete and self.kind is not None and self.kind is not FileKind.IMAGE:
             parts.append(f"first {human_bytes(self.loaded_bytes)}")
@@ -642,8 +654,10 @@ class FileViewer(Vertical):
         except Exception as error:  # Pillow raises many kinds for broken files
             if generation == self._generation:
                 self._image_failed = True
+                self._image_why = "not a valid image"
                 self._show_kind()
-                self.notify(f"Could not decode the image ({error}); showing its bytes.", severity="warning")
+                self.notify(f"{PurePosixPath(self.path or '').name or 'The file'} is not a valid image "
+                            f"({image_error_text(error)}); showing its bytes.", severity="warning", markup=False)
             return
         if generation == self._generation:
             self.query_one(ImageView).show(image)

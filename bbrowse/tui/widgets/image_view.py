@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 from PIL import Image as PILImage
 from PIL import ImageDraw
@@ -49,6 +50,31 @@ def image_widget_class(rendering: str | None = None) -> type[Widget]:
 def rendering_name(cls: type[Widget]) -> str:
     """`halfcell`, `sixel`, ... for a widget class from `image_widget_class`."""
     return next((name for name, known in _RENDERINGS.items() if known is cls and name != "auto"), cls.__name__)
+
+
+#: What each rendering is called on screen.
+RENDERING_LABELS = {"tgp": "kitty graphics", "sixel": "sixel", "halfcell": "half cells", "unicode": "unicode blocks"}
+
+
+def rendering_label(cls: type[Widget]) -> str:
+    """The renderer in words for a widget class from `image_widget_class`; for textual-image's automatic
+    choice, the one it chose for this terminal (never the class name `AutoImage`)."""
+    name = rendering_name(cls)
+    if name in RENDERING_LABELS:
+        return RENDERING_LABELS[name]
+    from textual_image import renderable
+
+    chosen = {renderable.TGPImage: "tgp", renderable.SixelImage: "sixel", renderable.HalfcellImage: "halfcell",
+              renderable.UnicodeImage: "unicode"}.get(renderable.Image)
+    return RENDERING_LABELS.get(chosen or "", name)
+
+
+def image_error_text(error: BaseException) -> str:
+    """Pillow's reason in words, without the `<_io.BytesIO object at 0x…>` it names the bytes by."""
+    if isinstance(error, PILImage.UnidentifiedImageError):
+        return "its format is not recognised"
+    text = re.sub(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "the file", str(error)).strip()
+    return text or type(error).__name__
 
 
 def decode_image(data: bytes) -> PILImage.Image:
@@ -103,6 +129,11 @@ class ImageView(Widget):
     @property
     def rendering(self) -> str:
         return rendering_name(self._image_class)
+
+    @property
+    def rendering_label(self) -> str:
+        """The renderer as the status line names it: kitty graphics, sixel, half cells, unicode blocks."""
+        return rendering_label(self._image_class)
 
     @property
     def fast(self) -> bool:
