@@ -1,0 +1,64 @@
+"""The commands against `bbrowse serve --kernel-compat` (Kernel's VM where a client must cope): `bbrowse shell`
+through a real PTY and through a pipe, `bbrowse ls` on an empty directory and a symlink, `bbrowse logs
+--no-follow` where a `follow=false` stream never ends."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+
+import pytest
+from cli_support import BBROWSE, PtyProcess, bb, cli_env
+
+PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
+
+
+@pytest.fixture(scope="module")
+def compat_sid(compat_service):
+    created = bb(compat_service, "new", "--json", "--timeout", "600")
+    assert created.returncode == 0, created.stderr
+    sid = json.loads(created.stdout)["session_id"]
+    yield sid
+    bb(compat_service, "rm", sid)
+
+
+def test_shell_exit_code_within_two_seconds_with_no_exit_frame(compat_service, compat_sid):
+    """Compat ends an attach with no exit frame and no close (as Kernel's VM can): bbrowse shell still
+    exits with the remote status, at once."""
+    bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
+    remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
+    term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
+                      cli_env(compat_service))
+    try:
+        term.expect(rb"PROMPT> ")
+        term.send(b'echo "ready$((6*7))"\r')
+        term.expect(rb"ready42\r\n")
+        term.expect(rb"PROMPT> ")
+        term.send(b"exit 3\r")
+        sent = time.monotonic()
+        term.expect(rb"rc=3\r\n", timeout=15)
+        assert time.monotonic() - sent < 2.0
+    finally:
+        term.close()
+
+
+def test_piped_shell_ls_and_logs_no_follow(compat_service, compat_sid):
+    # piped: input fed at once although compat sends the stream's headers only with its first event,
+    # and `cat` sees the real end of input
+    piped = bb(compat_service, "shell", compat_sid, "--", "sh", "-c", "cat; echo after-eof", input=b"piped-in\n")
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, b"piped-in\nafter-eof\n", b"")
+
+    base = f"/tmp/bbrowse-cli-compat-{time.monotonic_ns()}"
+    script = f"mkdir -p {base}/empty && ln -s {base}/empty {base}/link && printf 'one\\n\\nthree\\npart' > {base}/x.log"
+    made = bb(compat_service, "exec", compat_sid, "--", "sh", "-c", script)
+    assert made.returncode == 0, made.stderr
+    empty = bb(compat_service, "ls", compat_sid, f"{base}/empty")  # compat answers null
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
+    listed = bb(compat_service, "ls", compat_sid, base, "-l")
+    rows = {line.split()[-1]: line.split()[0] for line in listed.stdout.decode().splitlines()}
+    assert set(rows) == {"empty/", "link@", "x.log"}, listed.stdout  # the link lstat'd, shown as one
+    assert rows["link@"] == "lrwxrwxrwx" and rows["empty/"][0] == "d", rows  # Go's L... and d... as ls has them
+
+    logs = bb(compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow", timeout=30)
+    assert (logs.returncode, logs.stdout) == (0, b"one\n\nthree\npart\n"), logs.stderr
