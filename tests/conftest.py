@@ -131,6 +131,28 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+def session_area(service: ServiceHandle, session_id: str, name: str) -> Path:
+    """A fresh directory `/work/<name>` of a session, for tests that make files beside the service's own calls.
+
+    A sandboxed session sees none of this machine's directories, so the path is the session's, and the test
+    reaches the same files from outside through the session's folder: `str()` of the path (and of every
+    path made from it) is the one inside, what the service is asked about; opening, stat, mkdir, symlink and
+    the rest act on the host side of the same directory (`os.fspath`). Without a sandbox it is a plain path.
+    """
+    host_root = service.state_dir / "service" / "sessions" / session_id / "work" / name
+    host_root.mkdir(parents=True)
+    serve = json.loads((service.state_dir / "serve.json").read_text())
+    if not str(serve.get("sandbox", "")).startswith("on"):
+        return host_root
+    inside_root = f"/work/{name}"
+
+    def host_side(self: Path) -> str:
+        return str(host_root) + str(self)[len(inside_root):]
+
+    in_session = type("SessionPath", (type(Path()),), {"__fspath__": host_side})
+    return in_session(inside_root)
+
+
 @pytest.fixture(scope="session")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
     server = PageServer(tmp_path_factory.mktemp("pages"))

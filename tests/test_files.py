@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import stat
 import time
 from datetime import UTC, datetime, timedelta
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import httpx
 import psutil
 import pytest
+from conftest import session_area
 
 from bbrowse.wire import Error, FileInfo
 
@@ -24,6 +26,13 @@ if TYPE_CHECKING:
 def session_id(module_session_id: str) -> str:
     """One session for the whole module (overrides the per-test one)."""
     return module_session_id
+
+
+@pytest.fixture
+def tmp_path(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
+    this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
+    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 def _fs(session_id: str, op: str) -> str:
@@ -202,9 +211,10 @@ def _tree(root: Path) -> None:
     (root / "A.txt").write_bytes(b"a" * 1000)
     (root / "zdir").mkdir()
     (root / "adir").mkdir()
-    (root / "dangling").symlink_to(root / "does-not-exist")
-    (root / "to-zdir").symlink_to(root / "zdir")
-    (root / "to-b").symlink_to(root / "b.txt")
+    # Absolute links, written as the session sees the paths (str: see the `tmp_path` fixture).
+    (root / "dangling").symlink_to(str(root / "does-not-exist"))
+    (root / "to-zdir").symlink_to(str(root / "zdir"))
+    (root / "to-b").symlink_to(str(root / "b.txt"))
 
 
 async def test_list_files_dirs_first_then_name_with_symlinks(

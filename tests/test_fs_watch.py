@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import secrets
 import subprocess
 import threading
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import httpx
 import kernel
 import pytest
+from conftest import session_area
 
 from bbrowse.client import BrowserClient
 
@@ -27,6 +29,13 @@ WAIT_SECONDS = 15
 @pytest.fixture(scope="module")
 def session_id(module_session_id: str) -> str:
     return module_session_id
+
+
+@pytest.fixture
+def tmp_path(service, session_id: str) -> Path:
+    """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
+    this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
+    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 class EventReader:

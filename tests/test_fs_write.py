@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import io
 import os
+import secrets
 import stat
 import threading
 import time
@@ -24,6 +25,7 @@ import httpx
 import kernel
 import psutil
 import pytest
+from conftest import session_area
 
 from bbrowse.client import BrowserClient
 
@@ -34,6 +36,13 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="module")
 def session_id(module_session_id: str) -> str:
     return module_session_id
+
+
+@pytest.fixture
+def tmp_path(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
+    this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
+    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 def _details(error: kernel.APIStatusError) -> list[str]:
@@ -416,9 +425,9 @@ def _member_digest(archive: Path, name: str) -> str:
 
 @pytest.mark.timeout(300)
 async def test_big_upload_and_zip_download_stream_with_flat_memory(
-    service: ServiceHandle, session_id: str, tmp_path: Path
+    service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    local = tmp_path / "big.bin"
+    local = tmp_path_factory.mktemp("local") / "big.bin"  # this machine's file, sent to the session
     digest = await asyncio.to_thread(_random_file, local, BIG)
     remote = tmp_path / "remote" / "big.bin"
     client = BrowserClient(service.url, service.token)
@@ -428,7 +437,7 @@ async def test_big_upload_and_zip_download_stream_with_flat_memory(
     assert remote.stat().st_size == BIG and sent[-1] == BIG
     assert upload.growth_mib < 64, f"the service grew by {upload.growth_mib:.0f} MiB during a 256 MiB upload"
 
-    archive = tmp_path / "remote.zip"
+    archive = local.parent / "remote.zip"
     with PeakRss(service.pid) as download:
         size = await client.fs.save_dir_zip(session_id, str(remote.parent), archive)
     assert size == archive.stat().st_size
@@ -436,12 +445,15 @@ async def test_big_upload_and_zip_download_stream_with_flat_memory(
     assert await asyncio.to_thread(_member_digest, archive, "big.bin") == digest
 
 
-async def test_client_upload_of_several_local_files(service: ServiceHandle, session_id: str, tmp_path: Path) -> None:
+async def test_client_upload_of_several_local_files(
+    service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     client = BrowserClient(service.url, service.token)
-    (tmp_path / "l1").write_bytes(b"one" * 1000)
-    (tmp_path / "l2").write_bytes(b"two")
+    local = tmp_path_factory.mktemp("local")  # this machine's files, sent to the session
+    (local / "l1").write_bytes(b"one" * 1000)
+    (local / "l2").write_bytes(b"two")
     seen: list[int] = []
-    await client.fs.upload(session_id, [(tmp_path / "l1", str(tmp_path / "r" / "1")),
+    await client.fs.upload(session_id, [(local / "l1", str(tmp_path / "r" / "1")),
                                         (b"bytes too", str(tmp_path / "r" / "2"))], progress=seen.append)
     assert (tmp_path / "r" / "1").read_bytes() == b"one" * 1000
     assert (tmp_path / "r" / "2").read_bytes() == b"bytes too"

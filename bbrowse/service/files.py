@@ -46,6 +46,11 @@ def inside(session: Any) -> None:
     _sandbox.set(sandbox_of(session))
 
 
+def current_sandbox() -> Any:
+    """The sandbox `inside` chose for this request's file calls, or None (for a thread of a call's own)."""
+    return _sandbox.get()
+
+
 @contextlib.contextmanager
 def on_host() -> Iterator[None]:
     """`run_blocking` calls in this block see the host (the service's own files: the upload spool)."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from bbrowse.service.errors import ServiceError, bad_request, conflict, forbidden
-from bbrowse.service.files import field_error, require_directory
+from bbrowse.service.files import current_sandbox, field_error, require_directory
 from bbrowse.service.fs_write import (
     DEFAULT_DIR_MODE,
     DEFAULT_FILE_MODE,
@@ -368,10 +368,13 @@ async def zip_stream(items: list[Item]) -> AsyncIterator[bytes]:
     handoff = _Handoff(asyncio.get_running_loop())
     done = object()
     failure: list[BaseException] = []
+    sandbox = current_sandbox()
 
     def run() -> None:
         writer = _QueueWriter(handoff)
         try:
+            if sandbox is not None:  # the paths are the session's: this thread sees its sandbox
+                sandbox.enter_thread()
             _write_archive(items, writer)
         except _ReaderGoneError:
             return

@@ -21,6 +21,7 @@ Deleting a session SIGKILLs the sandbox's pid 1, which ends every process in it,
 from __future__ import annotations
 
 import asyncio
+import codecs
 import concurrent.futures
 import contextlib
 import ctypes
@@ -54,7 +55,7 @@ USER_HOME = "/home/kernel"
 #: The users of a sandbox besides root: uid and home.
 USERS = {USER_NAME: (USER_UID, USER_HOME), "nobody": (65534, "/nonexistent")}
 #: Chromium's profile in a sandbox: the sandbox's own, under its /root.
-CHROMIUM_PROFILE = "/root/.config/bbrowse-chromium"
+CHROMIUM_PROFILE = "/root/.config/chromium"
 #: `BBROWSE_NO_SANDBOX=1` is `--no-sandbox`.
 NO_SANDBOX_ENV = "BBROWSE_NO_SANDBOX"
 #: Host directories a sandbox sees read-only (those missing on this host are skipped).
@@ -65,6 +66,11 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 START_TIMEOUT_SECONDS = 10.0
 #: Worker threads per sandbox for the service's file calls.
 FS_THREADS = 4
+
+#: Codecs the file calls may need, looked up now: a sandbox's worker thread cannot import anything (the
+#: service's Python is not in the sandbox), and zip names are cp437.
+for _codec in ("cp437", "utf-8", "latin-1", "ascii"):
+    codecs.lookup(_codec)
 
 _CLONE_FS = 0x200
 _CLONE_NEWNS = 0x20000
@@ -224,7 +230,7 @@ class Sandbox:
         self._mnt_fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
         self._root_fd = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            FS_THREADS, thread_name_prefix=f"sandbox-{pid}", initializer=self._enter_thread)
+            FS_THREADS, thread_name_prefix=f"sandbox-{pid}", initializer=self.enter_thread)
 
     async def stop(self) -> None:
         """End every process of the sandbox (SIGKILL to its pid 1) and remove what it wrote."""
@@ -301,7 +307,9 @@ class Sandbox:
 
     # the service's own file calls, inside ------------------------------------------------------------
 
-    def _enter_thread(self) -> None:  # runs once in each worker thread
+    def enter_thread(self) -> None:
+        """Make the calling thread (one of the service's own, single-use or a worker) see the sandbox's
+        filesystem from now on: its own root and working directory, in the sandbox's mount namespace."""
         libc = _libc()
         if libc.unshare(_CLONE_FS) != 0 or libc.setns(self._mnt_fd, _CLONE_NEWNS) != 0:
             code = ctypes.get_errno()
