@@ -9,6 +9,7 @@ as a loaded laptop would be. The anchor is mosh, which draws only the newest scr
 interrupt never waits behind old output.
 
     .venv/bin/python bench/bench_ctrl_c.py [--samples 7] [--mode default|compat|both] [--load quiet|busy|both]
+                                           [--core ghostty|python]
 
 Target (issue 11): p50 ≤ 300 ms quiet, ≤ 1 s with both cores busy, in each mode.
 """
@@ -138,7 +139,14 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--mode", choices=("default", "compat", "both"), default="both")
     parser.add_argument("--load", choices=("quiet", "busy", "both"), default="both")
+    parser.add_argument("--core", choices=("ghostty", "python"), default=None,
+                        help="the terminal core (default: as BBROWSE_TERMINAL_CORE, else libghostty where installed)")
     args = parser.parse_args()
+    if args.core:
+        os.environ["BBROWSE_TERMINAL_CORE"] = args.core
+    from bbrowse.tui.terminal.core import core_label
+
+    print(f"terminal core: {core_label()}")
     modes = ["default", "compat"] if args.mode == "both" else [args.mode]
     loads = ["quiet", "busy"] if args.load == "both" else [args.load]
     for mode in modes:

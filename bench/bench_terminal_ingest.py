@@ -3,7 +3,7 @@ against tmux swallowing the same file in the same run; a full screen turned into
 through the widget.
 
     .venv/bin/python bench/bench_terminal_ingest.py [--mb 50] [--through-service] [--flood-mb 100]
-                                                    [--frames 200]
+                                                    [--frames 200] [--core ghostty|python]
 
 For each text (plain: log-like lines of words; coloured: the same with SGR 16-colour, 256-colour and
 true-colour runs, as `ls --color` / `grep --color` / compilers print) it measures:
@@ -277,7 +277,14 @@ def main() -> None:
     parser.add_argument("--through-service", action="store_true")
     parser.add_argument("--flood-mb", type=float, default=100, help="`yes` through the widget (0 skips)")
     parser.add_argument("--frames", type=int, default=200, help="full coloured screens into strips (0 skips)")
+    parser.add_argument("--core", choices=("ghostty", "python"), default=None,
+                        help="the terminal core (default: as BBROWSE_TERMINAL_CORE, else libghostty where installed)")
     args = parser.parse_args()
+    if args.core:
+        os.environ["BBROWSE_TERMINAL_CORE"] = args.core
+    from bbrowse.tui.terminal.core import core_label
+
+    print(f"terminal core: {core_label()}")
     size = int(args.mb * MB)
     print(f"load average before: {uptime()}")
     ratios = {}

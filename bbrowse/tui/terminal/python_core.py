@@ -133,6 +133,7 @@ class PythonCore(TerminalCore):
         # scrolled back to the top stays on its lines while output arrives.
         self._history_cap = self.scrollback_limit + max(256, self.scrollback_limit // 8) if scrollback else 0
         self.scrollback: deque[Row] = deque()
+        self._spare_rows: list[Row] = []
         self._main: list[Row] = [Row(self.cols) for _ in range(self.rows)]
         self._alt: list[Row] = [Row(self.cols) for _ in range(self.rows)]
         self.lines: list[Row] = self._main
@@ -803,7 +804,10 @@ class PythonCore(TerminalCore):
             if limit:
                 history = self.scrollback
                 history.append(row)
-                spare = self._trim_history() if len(history) > self._history_cap else None
+                if len(history) > self._history_cap:
+                    self._trim_history()
+                spares = self._spare_rows
+                spare = spares.pop() if spares else None
             if self._scroll_offset:
                 self._keep_view(1)
         attr = self.attr
@@ -845,16 +849,16 @@ class PythonCore(TerminalCore):
                 self._keep_view(count)
         self._mark_rows(top, bottom)
 
-    def _trim_history(self) -> Row | None:
-        """Drop the oldest history down to the limit once it grew past the cap; the last row dropped
-        (for reuse) or None."""
+    def _trim_history(self) -> None:
+        """Drop the oldest history down to the limit once it grew past the cap. The rows dropped become
+        the blank rows of the next line feeds: a flood allocates no rows (and wakes no garbage collector)."""
         history = self.scrollback
-        dropped = None
         if len(history) > self._history_cap:
+            spares = self._spare_rows
             for _ in range(len(history) - self.scrollback_limit):
-                dropped = history.popleft()
+                spares.append(history.popleft())
+            del spares[: -self._history_cap]
             self._scroll_offset = min(self._scroll_offset, len(history))
-        return dropped
 
     def _keep_view(self, added: int) -> None:
         """While the view is scrolled back, keep it on the same lines as new ones arrive."""
