@@ -119,12 +119,12 @@ def local_service_unavailable() -> str | None:
     if sys.platform.startswith("linux"):
         return None
     return (
-        f"bbrowse serve (the local browser service) needs Linux; this machine is {sys.platform}.\n"
+        f"bbrowse serve, the local browser service, needs Linux (this machine: {sys.platform}).\n"
         "Two ways on:\n"
-        "  - Kernel's cloud: export KERNEL_API_KEY=<your key> and run bbrowse again;\n"
-        "  - a `bbrowse serve` on a Linux machine: a profile in ~/.config/bbrowse/config.toml\n"
-        "    ([profiles.work] kind = \"remote\", base_url = \"http://host:7780\", token_env = \"WORK_TOKEN\"),\n"
-        "    then bbrowse --profile work."
+        "Kernel's cloud: export KERNEL_API_KEY=<your key> and run bbrowse again.\n"
+        "A bbrowse serve on a Linux machine: a profile in ~/.config/bbrowse/config.toml,\n"
+        "[profiles.work] kind = \"remote\", base_url = \"http://host:7780\",\n"
+        "token_env = \"WORK_TOKEN\"; then bbrowse --profile work."
     )
 
 

@@ -73,7 +73,7 @@ def _as_macos(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 def test_serve_refuses_off_linux_and_names_the_two_ways_on(tmp_path) -> None:
     done = _as_macos("serve", "--port", "0", env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c")})
     assert done.returncode == 2
-    assert "needs Linux" in done.stderr and "darwin" in done.stderr
+    assert "needs Linux (this machine: darwin)" in done.stderr
     assert "KERNEL_API_KEY" in done.stderr and "kind = \"remote\"" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -109,3 +109,26 @@ def test_info_names_the_terminal_core_and_what_this_machine_lacks(tmp_path) -> N
     missing = {item["what"]: item["how"] for item in json.loads(linux.stdout)["missing"]}
     assert set(missing) == {"chromium", "ffmpeg", "Xvfb", "xdotool", "xclip"}
     assert "sudo apt-get install xvfb" in missing["Xvfb"]
+
+
+async def test_the_app_with_no_service_configured_says_so_on_one_screen(monkeypatch, tmp_path) -> None:
+    """`bbrowse` on macOS with no profile: the start screen says the local service cannot run here and
+    names the two ways on; the app keeps running (P picks a profile)."""
+    from textual.widgets import Static
+
+    from bbrowse.config import defaults
+    from bbrowse.target import target_for
+    from bbrowse.tui.app import BbrowseApp, StartingScreen
+
+    monkeypatch.setenv("BBROWSE_STATE_DIR", str(tmp_path / "state"))  # no discovery file: nothing running
+    monkeypatch.setattr(sys, "platform", "darwin")
+    app = BbrowseApp(resolve=lambda: target_for(defaults().active_profile))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.connection_state == "failed":
+                break
+        assert isinstance(app.screen, StartingScreen) and app.connection_state == "failed"
+        text = str(app.screen.query_one("#starting-message", Static).render())
+        assert "needs Linux (this machine: darwin)" in text
+        assert "KERNEL_API_KEY" in text and "bbrowse --profile work" in text and "Press P" in text
