@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
+if [ "$(uname -s)" != Linux ]; then
+  # `bbrowse serve` needs Linux: the app and the commands use Kernel's cloud or a remote serve here, and
+  # the service's programs (Chromium, ffmpeg, Xvfb, xdotool, xclip) are not needed on this machine.
+  echo "setup: $(uname -s): the app and the commands only; bbrowse serve needs Linux (see the README)" >&2
+else
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
   || command -v google-chrome >/dev/null 2>&1 || need+=(chromium)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
@@ -24,6 +29,7 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "setup: missing ${need[*]}; install them with your package manager (bbrowse works without, minus browsers)" >&2
   fi
+fi
 fi
 
 PY=${PYTHON:-python3}

@@ -107,7 +107,7 @@ def test_info_names_the_terminal_core_and_what_this_machine_lacks(tmp_path) -> N
                                                       **home, "PATH": str(empty)})
     assert linux.returncode == 0, linux.stderr
     missing = {item["what"]: item["how"] for item in json.loads(linux.stdout)["missing"]}
-    assert set(missing) == {"chromium", "ffmpeg", "Xvfb", "xdotool", "xclip"}
+    assert set(missing) == {"chromium", "ffmpeg", "Xvfb", "xdotool", "xclip", "bwrap"}
     assert "sudo apt-get install xvfb" in missing["Xvfb"]
 
 

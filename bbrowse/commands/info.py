@@ -82,6 +82,7 @@ SERVICE_PROGRAMS = [
     ("Xvfb", ("Xvfb",), "headful sessions (a virtual display)", "xvfb", "xorg-x11-server-Xvfb"),
     ("xdotool", ("xdotool",), "computer controls (mouse, keys) on headful sessions", "xdotool", "xdotool"),
     ("xclip", ("xclip",), "the clipboard of headful sessions", "xclip", "xclip"),
+    ("bwrap", ("bwrap",), "a sandbox per session (else sessions run on the host)", "bubblewrap", "bubblewrap"),
 ]
 
 
