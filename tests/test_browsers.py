@@ -7,6 +7,7 @@ that kill or reconfigure a browser make their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -55,23 +56,33 @@ def session_dir(service: ServiceHandle, sid: str) -> Path:
 
 
 def browser_process(service: ServiceHandle, sid: str) -> psutil.Process:
-    """The session's main Chromium process: a child of the service started with the session's profile."""
-    profile = str(session_dir(service, sid) / "chromium-profile")
-    for child in psutil.Process(service.pid).children():
-        try:
-            if any(profile in arg for arg in child.cmdline()):
-                return child
-        except psutil.Error:
-            continue
-    raise AssertionError(f"no Chromium of session {sid} among the service's children")
+    """The session's main Chromium process: the one whose parent is not a Chromium of it (the service, or the
+    nsenter that started it in the session's sandbox)."""
+    processes = session_processes(service, sid)
+    pids = {p.pid for p in processes}
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            if proc.ppid() not in pids:
+                return proc
+    raise AssertionError(f"no Chromium of session {sid} among the service's descendants")
 
 
 def session_processes(service: ServiceHandle, sid: str) -> list[psutil.Process]:
-    profile = str(session_dir(service, sid) / "chromium-profile")
+    """The session's Chromium processes: those of its profile (`--user-data-dir`), which in a sandbox is the same
+    path in every session, so there they are the ones whose root is the session's sandbox (its /work is ours)."""
+    directory = session_dir(service, sid)
+    host_profile = str(directory / "chromium-profile")
+    work = os.stat(directory / "work")
     found = []
     for proc in psutil.process_iter(["cmdline"]):
-        if any(profile in arg for arg in proc.info["cmdline"] or ()):
+        args = proc.info["cmdline"] or ()
+        if any(host_profile in arg for arg in args):
             found.append(proc)
+        elif any(arg == "--user-data-dir=/root/.config/chromium" for arg in args):
+            with contextlib.suppress(OSError):
+                inside = os.stat(f"/proc/{proc.pid}/root/work")
+                if (inside.st_dev, inside.st_ino) == (work.st_dev, work.st_ino):
+                    found.append(proc)
     return found
 
 
@@ -202,6 +213,7 @@ async def test_delete_stops_every_chromium_process_and_removes_the_profile(
     _, alive = psutil.wait_procs(processes, timeout=10)
     assert alive == []
     assert not (session_dir(service, sid) / "chromium-profile").exists()
+    assert not (session_dir(service, sid) / "sandbox").exists()  # a sandboxed session's profile was there
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a headful session")
@@ -272,7 +284,9 @@ def test_chromium_leaves_nothing_in_the_temporary_directory(tmp_path_factory) ->
     socket: each session left one behind in /tmp, forever. Each Chromium now runs with a TMPDIR of its own,
     removed with it."""
     temporary = Path(tempfile.mkdtemp(prefix="bb-", dir="/tmp"))  # short, as Chromium's socket needs
-    handle = start_service(tmp_path_factory.mktemp("tmpdir-state"), extra_env={"TMPDIR": str(temporary)})
+    # Without a sandbox: in one, Chromium's TMPDIR is the sandbox's own /tmp, gone with it.
+    handle = start_service(tmp_path_factory.mktemp("tmpdir-state"),
+                           extra_env={"TMPDIR": str(temporary), "BBROWSE_NO_SANDBOX": "1"})
     try:
         with httpx.Client(base_url=handle.url, headers=handle.headers, timeout=60) as http:
             created = http.post("/browsers", json={})
@@ -292,7 +306,7 @@ def test_a_sigkilled_services_chromium_directories_are_swept_at_the_next_start(t
     """A SIGKILLed service cannot remove its Chromiums' TMPDIRs; the next service started there does, and leaves
     alone those of a service that runs (its lock is held) and other files."""
     temporary = Path(tempfile.mkdtemp(prefix="bb-", dir="/tmp"))
-    env = {"TMPDIR": str(temporary)}
+    env = {"TMPDIR": str(temporary), "BBROWSE_NO_SANDBOX": "1"}  # in a sandbox, Chromium's TMPDIR is its /tmp
     running = ChromiumTmpdir(str(temporary))  # a directory of a service that still runs (this process)
     (temporary / "someone-elses-file").write_text("kept")
     first = start_service(tmp_path_factory.mktemp("sweep-state"), extra_env=env)
