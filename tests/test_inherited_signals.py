@@ -55,8 +55,10 @@ def exit_code(http: httpx.Client, sid: str, pid: str, timeout: float = 20) -> in
 
 def test_kill_quit_from_the_session_ends_a_pipe_child(http: httpx.Client, sid: str) -> None:
     """`kill -QUIT <pid>`, typed in a shell of the session, ends a program spawned without a terminal."""
-    child = spawn(http, sid, "sleep", "100")
-    r = http.post(f"/browsers/{sid}/process/exec", json={"command": "kill", "args": ["-QUIT", str(child["pid"])]})
+    child = spawn(http, sid, "sleep", "100.28")
+    # By its command line: in the session's sandbox the program has a pid of that PID namespace, not the one
+    # the spawn reports (this machine's).
+    r = http.post(f"/browsers/{sid}/process/exec", json={"command": "pkill", "args": ["-QUIT", "-xf", "sleep 100.28"]})
     assert r.json()["exit_code"] == 0, r.text
     assert exit_code(http, sid, child["process_id"]) == 128 + signal.SIGQUIT
 
