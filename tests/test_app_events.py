@@ -1,11 +1,11 @@
 """The Events tab against a real service and Chromium: a page's console error and failed request show up live,
 stand out, filter by category and by regex, follow and pause, details (a request's headers, an exception's
-stack), `c` copies the event as JSON; a deleted session's kept events still show."""
+stack), `c` copies the event as JSON; a deleted session's kept events still show in the pane."""
 
 from __future__ import annotations
 
 import httpx
-from app_support import make_app, wait_for
+from app_support import PaneScreen, make_app, wait_for
 
 from bbrowse.tui.panes.events import EventList, EventsPane
 from bbrowse.tui.screens.session import SessionScreen
@@ -46,8 +46,8 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
 
             await pilot.press("f")  # console
             assert pane.category == "console" and {e.event.category for e in events.rows} == {"console"}
-            await pilot.press("f", "f")  # page, then control (the api_calls the app made are there? none)
-            await pilot.press("f", "f", "f", "f")  # connection, system, all
+            await pilot.press("f", "f", "f", "f", "f", "f", "f")  # network, page, control, connection, system,
+            # platform, all
             assert pane.category is None
             await pilot.press("slash")
             await pilot.press(*"failed.at", "enter")
@@ -76,10 +76,10 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
 
         await http.delete(f"/browsers/{browser.session_id}")
         async with make_app(service).run_test(size=(100, 30)) as pilot:
-            pilot.app.push_screen(SessionScreen(browser, initial_tab="events"))
-            await wait_for(pilot, lambda: bool(pilot.app.screen.query(EventsPane)), what="events pane")
-            pane = pilot.app.screen.query_one(EventsPane)
+            pane = EventsPane(browser.session_id)  # the app leaves an ended session's screen: the pane alone
+            await pilot.app.push_screen(PaneScreen(pane, "Events", "events"))
             await wait_for(pilot, lambda: pane.ended is not None and len(pane.events) > 5,
                            what="a deleted session's kept events")
+            assert any(e.event.type == "console_error" for e in pane.events) and "ended" in pane.ended
     finally:
         await http.delete(f"/browsers/{browser.session_id}")

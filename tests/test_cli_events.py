@@ -14,15 +14,16 @@ from cli_support import BBROWSE, bb, cli_env
 def test_events_lists_filters_and_follows_until_the_session_ends(browserless_service) -> None:
     service = browserless_service
     with httpx.Client(base_url=service.url, headers=service.headers, timeout=30) as http:
-        sid = http.post("/browsers", json={"timeout_seconds": 120, "telemetry": {"enabled": True}}).json()["session_id"]
+        platform = {"browser": {"platform": {"enabled": True}}}  # process calls are platform_api_call, as on Kernel
+        sid = http.post("/browsers", json={"timeout_seconds": 120, "telemetry": platform}).json()["session_id"]
         for _ in range(3):
             assert http.post(f"/browsers/{sid}/process/exec", json={"command": "true"}).status_code == 200
 
         listed = bb(service, "events", sid)
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.decode().splitlines()
-        assert len(lines) == 3 and all("control" in line and "api_call" in line and "ProcessExec → 200" in line
-                                       for line in lines)
+        assert len(lines) == 3
+        assert all("platform_api_call" in line and "ProcessExec → 200" in line for line in lines)
         only = bb(service, "events", sid, "--json", "-c", "connection")
         assert only.returncode == 0 and only.stdout == b""
         bad = bb(service, "events", sid, "--since", "soon")

@@ -129,11 +129,12 @@ def test_patch_bad_input_and_a_deleted_sessions_events(service, recorded) -> Non
     with httpx.Client(base_url=service.url, headers=service.headers, timeout=30) as http:
         sid = http.post("/browsers", json={"timeout_seconds": 60}).json()["session_id"]
         assert http.get(f"/browsers/{sid}").json().get("telemetry") is None
-        r = http.patch(f"/browsers/{sid}", json={"telemetry": {"enabled": True}})
+        r = http.patch(f"/browsers/{sid}", json={"telemetry": {"browser": {"platform": {"enabled": True}}}})
         assert r.status_code == 200 and r.json()["telemetry"]["browser"]["control"]["enabled"] is True
+        assert r.json()["telemetry"]["browser"]["platform"]["enabled"] is True
         http.post(f"/browsers/{sid}/process/exec", json={"command": "true"})
         calls = [e["event"]["data"]["operation_id"] for e in
-                 http.get(f"/browsers/{sid}/telemetry/events", params={"type": "api_call"}).json()]
+                 http.get(f"/browsers/{sid}/telemetry/events", params={"category": "platform"}).json()]
         assert calls == ["ProcessExec"]
 
         for params, field in (({"category": "nope"}, "category"), ({"order": "desc", "since": "5m"}, "since"),
@@ -148,7 +149,7 @@ def test_patch_bad_input_and_a_deleted_sessions_events(service, recorded) -> Non
         r = http.patch(f"/browsers/{sid}", json={"telemetry": {"enabled": False}})
         assert r.status_code == 200 and "telemetry" not in r.json()
         http.post(f"/browsers/{sid}/process/exec", json={"command": "true"})
-        assert len(http.get(f"/browsers/{sid}/telemetry/events", params={"type": "api_call"}).json()) == 1
+        assert len(http.get(f"/browsers/{sid}/telemetry/events", params={"type": "platform_api_call"}).json()) == 1
 
         http.delete(f"/browsers/{sid}")
         kept = list(k.browsers.telemetry.events(sid, since="1h"))

@@ -204,7 +204,7 @@ def summary(envelope: TelemetryEnvelope) -> str:
         return f"{get('status')} {get('method')} {get('url')}".replace("  ", " ")
     if kind == "network_loading_failed":
         return f"{get('error_text')} {get('url')}"
-    if kind == "api_call":
+    if kind in ("api_call", "platform_api_call"):
         return f"{get('operation_id')} → {get('status')} ({float(data.get('duration_ms') or 0):.0f} ms)"
     if kind in ("cdp_connect", "cdp_disconnect"):
         tail = f" {get('reason')}, {get('message_count')} messages" if kind == "cdp_disconnect" else ""
@@ -226,4 +226,4 @@ def is_error(envelope: TelemetryEnvelope) -> bool:
     status = data.get("status")
     if event.type == "network_response" and isinstance(status, int) and status >= 400:
         return True
-    return event.type == "api_call" and isinstance(status, int) and status >= 500
+    return event.type.endswith("api_call") and isinstance(status, int) and status >= 500

@@ -1,8 +1,10 @@
 """Control and connection telemetry, seen from the HTTP side: an ASGI middleware around the app.
 
-- every call made on a session (`/browsers/{id}/...` or its VM endpoint `/vm/{id}/...`) records a `control`
-  `api_call` once answered: the operation (the handler, named as Kernel's in-VM API names its handlers,
-  e.g. `ExecProcess`), status, duration and a request id. Telemetry's own reads are not calls on the browser.
+- every call made on a session (`/browsers/{id}/...` or its VM endpoint `/vm/{id}/...`) is recorded once
+  answered: the operation (the handler, named as Kernel's in-VM API names its handlers, e.g.
+  `ComputerClickMouse`), status, duration and a request id. As on Kernel, calls that drive the browser
+  (`computer/*`, `playwright/*`) are `control` `api_call`; calls that manage the VM (process, fs, logs,
+  replays) are `platform` `platform_api_call`, a category off by default. Telemetry's own reads are neither.
 - each CDP WebSocket (`/vm/{id}/cdp`) records `connection` `cdp_connect` when accepted and `cdp_disconnect`
   when it ends (duration, messages relayed, why).
 """
@@ -21,6 +23,8 @@ from bbrowse.service.vm_token import VM_PREFIX
 _PREFIXES = ("/browsers/", VM_PREFIX + "/")
 #: Handlers that are not calls on the browser (telemetry's own reads).
 _NOT_CALLS = frozenset({"telemetry_events", "telemetry_stream"})
+#: The areas whose calls drive the browser (`control`); the others manage the VM (`platform`).
+_CONTROL_AREAS = frozenset({"computer", "playwright"})
 
 
 def session_of(path: str) -> tuple[str, str] | None:
@@ -75,8 +79,10 @@ class TelemetryMiddleware:
             endpoint = scope.get("endpoint")
             name = getattr(endpoint, "__name__", "")
             telemetry = self.telemetry.live_log(sid)
-            if telemetry is not None and name not in _NOT_CALLS and telemetry.wants("control"):
-                telemetry.add("control", "api_call", {
+            category, kind = ("control", "api_call") if rest.split("/", 1)[0] in _CONTROL_AREAS else \
+                ("platform", "platform_api_call")
+            if telemetry is not None and name not in _NOT_CALLS and telemetry.wants(category):
+                telemetry.add(category, kind, {
                     "operation_id": operation_name(endpoint, rest),
                     "status": status or 500,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 3),

@@ -46,7 +46,8 @@ from bbrowse.wire.telemetry import (
 )
 
 #: Category filter, cycled by `f` (None: every category).
-CATEGORY_CYCLE: tuple[str | None, ...] = (None, "console", "network", "page", "control", "connection", "system")
+CATEGORY_CYCLE: tuple[str | None, ...] = (None, "console", "network", "page", "control", "connection", "system",
+                                           "platform")
 #: Events the pane holds; past this the oldest go (the service keeps its own bound).
 MAX_EVENTS = 500_000
 #: Frame step of the frame view, in seconds.
@@ -257,6 +258,12 @@ class EventsPane(SessionPane):
 
     @on(EventList.CursorMoved)
     def _cursor_moved(self) -> None:
+        events = self.query_one(EventList)
+        following = events.cursor >= len(events.rows) - 1  # moving up pauses, End follows again (as less +F)
+        if following != self.following:
+            self.following = following
+            self.unseen = 0
+            self._draw_status()
         if self.query_one("#events-detail").has_class("active"):
             self._draw_detail()
 
