@@ -62,3 +62,19 @@ def test_piped_shell_ls_and_logs_no_follow(compat_service, compat_sid):
 
     logs = bb(compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow", timeout=30)
     assert (logs.returncode, logs.stdout) == (0, b"one\n\nthree\npart\n"), logs.stderr
+
+
+def test_last_the_vm_going_away_is_said(compat_service, compat_sid):
+    """Compat closes attach sockets with 1001 `browser shutting down` when the session's VM goes away
+    (here: the session deleted; last in this module, which owns the session)."""
+    bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
+    remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
+    term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
+                      cli_env(compat_service))
+    try:
+        term.expect(rb"PROMPT> ")
+        assert bb(compat_service, "rm", compat_sid).returncode == 0
+        term.expect(rb"the session's VM is going away \(browser shutting down\)", timeout=30)
+        term.expect(rb"rc=255\r\n", timeout=15)
+    finally:
+        term.close()

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 #: A connection that lived this long counts as good: the next drop starts the backoff over.
 STABLE_SECONDS = 30.0
+#: Letting go waits no longer than this for the service's close frame (a command's exit waits for it).
+CLOSE_TIMEOUT_SECONDS = 0.3
 
 
 class KeepAlive:
@@ -79,7 +81,7 @@ class KeepAlive:
                 with contextlib.suppress(OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed):
                     async with connect(url, user_agent_header=f"bbrowse/{__version__}",
                                        open_timeout=self.client.config.connect_timeout + 5, compression=None,
-                                       max_size=None, close_timeout=1.0,
+                                       max_size=None, close_timeout=CLOSE_TIMEOUT_SECONDS,
                                        proxy=None if self.client.config.is_loopback else True) as ws:
                         self.connected = True
                         self.connections += 1

@@ -116,6 +116,7 @@ class PtyOutput:
         self._check_now = asyncio.Event()
         #: The exit learned from `status` while attached (`_RUNNING` until then).
         self._status_exit: int | object | None = _RUNNING
+        self._closing: set[asyncio.Future[None]] = set()
         #: "attach" or "stream" once connected; None before.
         self.path: str | None = None
         #: How many times the connection was opened again after a drop.
@@ -238,8 +239,7 @@ class PtyOutput:
                 continue
             finally:
                 self._term = None
-                with contextlib.suppress(Exception):
-                    await term.close()
+                self._close_soon(term)
             return code
 
     async def _pump_attach(self, term: AttachSession) -> int | None:
@@ -249,32 +249,50 @@ class PtyOutput:
             self._on_path(ATTACH)
         nudge = asyncio.ensure_future(self._nudge(term)) if self.reconnects else None
         self._status_exit = _RUNNING
-        watcher = asyncio.ensure_future(self._watch_exit(term))
+        watcher = asyncio.ensure_future(self._watch_exit())
+        reader = asyncio.ensure_future(self._read_attach(term))
         try:
-            frames = aiter(term)
-            if not self.reconnects or await self._filter_backlog(frames):
-                turn = time.perf_counter()
-                async for data in frames:
-                    await self._deliver(data)
-                    # Frames already queued are read without suspending: under a flood this loop would
-                    # keep the event loop from keys and drawing. Let them run every few milliseconds.
-                    now = time.perf_counter()
-                    if now - turn > TURN_SECONDS:
-                        await asyncio.sleep(0)
-                        turn = time.perf_counter()
+            # The watcher ends first only with an exit found by `status`: the reader, still waiting for
+            # frames that will not come (Kernel neither sends the exit frame nor closes), is stopped.
+            await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if not reader.done():
+                reader.cancel()
+                await asyncio.wait({reader})
+            if not reader.cancelled():
+                reader.result()  # the reader's error, if any
         finally:
-            watcher.cancel()
-            if nudge is not None:
-                nudge.cancel()
+            for task in (reader, watcher, nudge):
+                if task is not None:
+                    task.cancel()
         if term.exit_code is None:
             if self._status_exit is not _RUNNING:
                 return self._status_exit  # type: ignore[return-value]
             raise IncompleteStream(f"attach {term.url}: ended without the exit frame")
         return term.exit_code
 
-    async def _watch_exit(self, term: AttachSession) -> None:
+    async def _read_attach(self, term: AttachSession) -> None:
+        frames = aiter(term)
+        if not self.reconnects or await self._filter_backlog(frames):
+            turn = time.perf_counter()
+            async for data in frames:
+                await self._deliver(data)
+                # Frames already queued are read without suspending: under a flood this loop would
+                # keep the event loop from keys and drawing. Let them run every few milliseconds.
+                now = time.perf_counter()
+                if now - turn > TURN_SECONDS:
+                    await asyncio.sleep(0)
+                    turn = time.perf_counter()
+
+    def _close_soon(self, term: AttachSession) -> None:
+        """Close `term` without waiting for the service's close frame (up to the close timeout): the
+        exit is shown at once. The task is kept until done (asyncio holds only weak references)."""
+        closing = asyncio.ensure_future(term.close())
+        self._closing.add(closing)
+        closing.add_done_callback(_settled(self._closing))
+
+    async def _watch_exit(self) -> None:
         """Ask `status` every `STATUS_POLL_SECONDS` (or at once when `exited()` asks); on an exit, let the
-        output on its way arrive, then close the connection, which ends the read loop."""
+        output on its way arrive, then return (the read loop is then stopped)."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._check_now.wait(), STATUS_POLL_SECONDS)
@@ -289,10 +307,7 @@ class PtyOutput:
                 if quiet_for >= DRAIN_QUIET_SECONDS or now - answered >= DRAIN_MAX_SECONDS:
                     break
                 await asyncio.sleep(DRAIN_QUIET_SECONDS - quiet_for)
-            if term.exit_code is None:
-                self._status_exit = exited
-                with contextlib.suppress(Exception):
-                    await term.close()
+            self._status_exit = exited
             return
 
     async def _filter_backlog(self, source: AsyncIterator[bytes]) -> bool:
@@ -408,6 +423,15 @@ class PtyOutput:
                 raise error
         await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
         return failures + 1, failing_since
+
+
+def _settled(pending: set[asyncio.Future[None]]) -> Callable[[asyncio.Future[None]], None]:
+    def done(task: asyncio.Future[None]) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed close of a finished connection says nothing new
+
+    return done
 
 
 class _ExitHolder:

@@ -149,17 +149,17 @@ class ShellTab(TabPane):
     async def _after_exit(self, code: int | None) -> None:
         """Offer a restart only when there is something to restart in: a deleted session (e.g. `bbrowse rm`
         elsewhere, which hangs the shell up with 129) says so instead; a VM going away says that."""
-        if self.going_away is not None:
-            reason = f" ({self.going_away})" if self.going_away else ""
-            self.terminal.feed(GOING_AWAY_BANNER.format(reason=reason).encode())
-            self._show_state("VM going away")
-            return
         if await session_gone(services(self).connected_client(), self.session_id):
             self.gone = True
             self.terminal.feed(GONE_BANNER)
             self._show_state("session deleted")
             if self.terminal.has_focus:  # nothing to type into: out of the terminal, esc then goes back
                 self.terminal.post_message(TerminalView.LeaveRequested(self.terminal))
+            return
+        if self.going_away is not None:
+            reason = f" ({self.going_away})" if self.going_away else ""
+            self.terminal.feed(GOING_AWAY_BANNER.format(reason=reason).encode())
+            self._show_state("VM going away")
             return
         self.terminal.show_exit(code)
         self._show_state(f"exited {code}" if code is not None else "ended")
