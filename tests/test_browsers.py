@@ -7,7 +7,6 @@ that kill or reconfigure a browser make their own.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import os
@@ -24,7 +23,7 @@ import httpx
 import psutil
 import pytest
 import websockets
-from browser_support import needs_chromium
+from browser_support import browser_process, needs_chromium, session_processes
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
 
@@ -53,37 +52,6 @@ def png(response: httpx.Response) -> Image.Image:
 
 def session_dir(service: ServiceHandle, sid: str) -> Path:
     return service.state_dir / "service" / "sessions" / sid
-
-
-def browser_process(service: ServiceHandle, sid: str) -> psutil.Process:
-    """The session's main Chromium process: the one whose parent is not a Chromium of it (the service, or the
-    nsenter that started it in the session's sandbox)."""
-    processes = session_processes(service, sid)
-    pids = {p.pid for p in processes}
-    for proc in processes:
-        with contextlib.suppress(psutil.Error):
-            if proc.ppid() not in pids:
-                return proc
-    raise AssertionError(f"no Chromium of session {sid} among the service's descendants")
-
-
-def session_processes(service: ServiceHandle, sid: str) -> list[psutil.Process]:
-    """The session's Chromium processes: those of its profile (`--user-data-dir`), which in a sandbox is the same
-    path in every session, so there they are the ones whose root is the session's sandbox (its /work is ours)."""
-    directory = session_dir(service, sid)
-    host_profile = str(directory / "chromium-profile")
-    work = os.stat(directory / "work")
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        args = proc.info["cmdline"] or ()
-        if any(host_profile in arg for arg in args):
-            found.append(proc)
-        elif any(arg == "--user-data-dir=/root/.config/chromium" for arg in args):
-            with contextlib.suppress(OSError):
-                inside = os.stat(f"/proc/{proc.pid}/root/work")
-                if (inside.st_dev, inside.st_ino) == (work.st_dev, work.st_ino):
-                    found.append(proc)
-    return found
 
 
 @pytest.fixture(scope="module")

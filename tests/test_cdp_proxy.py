@@ -25,7 +25,7 @@ import jwt
 import psutil
 import pytest
 import websockets
-from browser_support import needs_chromium
+from browser_support import browser_process, needs_chromium
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
 from playwright.async_api import async_playwright
@@ -108,14 +108,8 @@ class RawCDP:
 
 def chromium_tree(service: ServiceHandle, sid: str) -> list[psutil.Process]:
     """The session's Chromium and every process under it."""
-    profile = str(service.state_dir / "service" / "sessions" / sid / "chromium-profile")
-    for child in psutil.Process(service.pid).children():
-        try:
-            if any(profile in arg for arg in child.cmdline()):
-                return [child, *child.children(recursive=True)]
-        except psutil.Error:
-            continue
-    raise AssertionError(f"no Chromium of session {sid} among the service's children")
+    main = browser_process(service, sid)
+    return [main, *main.children(recursive=True)]
 
 
 # Playwright ------------------------------------------------------------------
