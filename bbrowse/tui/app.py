@@ -32,19 +32,28 @@ from textual.binding import Binding
 from textual.command import SimpleCommand
 from textual.dom import DOMNode
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
 from textual.widgets import LoadingIndicator, Static
 from textual.worker import get_current_worker
 
 from bbrowse import launcher
-from bbrowse.client import BrowserClient, ClientConfig, ClientError, ServiceError, close_shared_clients
+from bbrowse.client import (
+    BrowserClient,
+    ClientConfig,
+    ClientError,
+    NotFound,
+    ServiceError,
+    SessionGone,
+    close_shared_clients,
+)
 from bbrowse.config import DEFAULT_SHELL, ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
 from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands, typed_character
+from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
@@ -55,7 +64,8 @@ from bbrowse.wire import Browser
 
 if TYPE_CHECKING:
     from bbrowse.tui.app_services import AppServices
-    from bbrowse.tui.palette import PaletteHost
+    from bbrowse.tui.polling import Poller
+from bbrowse.tui.palette import PaletteHost
 
 #: Textual repaints dirty screens on a 60 Hz timer, so a key's echo waited up to 16.7 ms for its
 #: turn. Widgets that stream (terminal, logs) coalesce their own frames to ≤ 60 a second, so a
@@ -143,6 +153,11 @@ class BbrowseApp(App):
         self.started_services: dict[int, EmbeddedService] = {}
         self.keep_services_running = False
         self._atexit_registered = False
+        self._session_watch = Poller(self, self._check_shown_session,  # type: ignore[arg-type]
+                                     visible=lambda: self._shown_session_screen() is not None,
+                                     every=self.SESSION_WATCH_SECONDS, longest=self.SESSION_WATCH_LONGEST)
+        #: Sessions seen to end while their screen was open (their later errors are not shown).
+        self._ended_sessions: set[str] = set()
         #: The target whose lost service `_recover` is looking for.
         self._recovering: Target | None = None
 
@@ -162,6 +177,7 @@ class BbrowseApp(App):
         return self.settings.shell.command or DEFAULT_SHELL
 
     def on_mount(self) -> None:
+        self._session_watch.start()
         self._apply_themes()
         self._apply_keymap()
         for problem in self._problems:
@@ -234,8 +250,8 @@ class BbrowseApp(App):
             return  # a late answer of a service being left: nothing to find again
         if self.connection_state != "reconnecting":
             where = "The embedded service" if self.target.kind == "embedded" else "The service"
-            self.notify(f"{where} at {self.target.config.base_url} is not answering ({describe_error(error)}).\n"
-                        "Its data is shown dimmed until it is back; looking for it in the background…",
+            self.notify(f"{where} at {self.target.config.base_url} is not answering. What is shown is dimmed "
+                        "until it is back; looking for it in the background…",
                         title="Service unreachable", severity="error", timeout=10, markup=False)
         self.connection_state = "reconnecting"
         if self._recovering is not self.target:  # one search per outage, not one per failed request
@@ -313,6 +329,9 @@ class BbrowseApp(App):
         self.target = target
         self.client = BrowserClient(config=target.config)
         self.service_label = target.label
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionsScreen):
+                screen.forget_sessions()  # they were the old service's: their absence is no news
         self.connection_state = "connected"
         self.notify(message, title="Service found again", timeout=12, markup=False)
         self.run_worker(self._leave_old_sessions(), group="leave-old-sessions", exclusive=True)
@@ -327,11 +346,98 @@ class BbrowseApp(App):
             await self.pop_screen()
 
     def report_error(self, error: BaseException, title: str = "Request failed") -> None:
-        """Show a service error as a notification with its code and message; never raise."""
+        """Show a service error as a notification with its code and message; never raise.
+
+        A session that ended (410) while its screen is open is said once, for the screen (`session_ended`),
+        not once per tab; what its panes report about it afterwards, late or not, is not shown."""
         if isinstance(error, ClientError) and not isinstance(error, ServiceError):
             self.connection_lost(error)
             return
+        ended = self._ended_session_of(error)
+        if ended is not None:
+            self.session_ended(ended)
+            return
+        self._session_watch.poke()  # a failure in a session's tab: is the session itself still there?
         self.notify(describe_error(error), title=title, severity="error", timeout=8)
+
+    def _ended_session_of(self, error: BaseException) -> str | None:
+        """The id of an open (or already ended) session that `error` says is gone."""
+        from bbrowse.tui.screens.session import SessionScreen
+
+        url = getattr(error, "url", None) or ""
+        for session_id in self._ended_sessions:
+            if session_id in url:
+                return session_id
+        if not isinstance(error, SessionGone):
+            return None
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen) and screen.session_id in url:
+                return screen.session_id
+        return None
+
+    def session_ended(self, session_id: str) -> None:
+        """The session shown ended (timed out, deleted elsewhere): one notice, and back to the sessions table."""
+        from bbrowse.tui.screens.session import SessionScreen
+
+        if session_id in self._ended_sessions:
+            return
+        self._ended_sessions.add(session_id)
+        screens = [s for s in self.screen_stack if isinstance(s, SessionScreen) and s.session_id == session_id]
+        if not screens:
+            return
+        name = screens[0].browser.name or session_id
+        self.notify(f"Session {name} has ended: it timed out or was deleted elsewhere. Its processes, files and "
+                    "browser are gone; its replays are still listed by the service.",
+                    title="Session ended", severity="warning", timeout=15, markup=False)
+        self.run_worker(self._leave_session_screens(session_id), group="leave-ended", exclusive=True)
+
+    #: How often the session shown is checked for having ended (less often while it runs on).
+    SESSION_WATCH_SECONDS, SESSION_WATCH_LONGEST = 5.0, 30.0
+
+    def _shown_session_screen(self):  # -> SessionScreen | None (imported late, as everywhere here)
+        """The session screen a person sees: the top screen, or under dialogs only."""
+        from bbrowse.tui.screens.session import SessionScreen
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, SessionScreen):
+                return screen
+            if not isinstance(screen, ModalScreen):
+                return None
+        return None
+
+    @work(group="session-watch", exclusive=True)
+    async def _check_shown_session(self) -> None:
+        """Whether the session shown still runs: a timed-out or deleted session is said at once, not found
+        later as scattered errors of its tabs."""
+        screen = self._shown_session_screen()
+        if screen is None or self.client is None:
+            self._session_watch.done()
+            return
+        session_id = screen.session_id
+        try:
+            browser = await self.client.sessions.get(session_id)
+        except (SessionGone, NotFound):
+            self._session_watch.done(changed=True)
+            self.session_ended(session_id)
+            return
+        except ClientError as error:
+            self._session_watch.done(error=error)
+            return
+        except BaseException:
+            self._session_watch.done()
+            raise
+        self._session_watch.done()
+        if browser.deleted_at is not None:
+            self.session_ended(session_id)
+
+    async def _leave_session_screens(self, session_id: str) -> None:
+        from bbrowse.tui.screens.session import SessionScreen
+
+        while any(isinstance(s, SessionScreen) and s.session_id == session_id for s in self.screen_stack[1:]):
+            top = self.screen
+            if isinstance(top, QuitScreen):
+                return  # the user is quitting: leave the stack to the quit dialog
+            await self.pop_screen()
 
     # themes and keys --------------------------------------------------------
 
@@ -373,6 +479,19 @@ class BbrowseApp(App):
         if unknown:
             self.notify(f"[keys] names no binding {', '.join(unknown)}; ids are listed in docs/configuration.md",
                         title="Configuration", severity="warning", timeout=12, markup=False)
+
+    def search_themes(self) -> None:
+        """The theme picker ("Change theme…"): every theme, the one in use marked "(current)"."""
+        current = self.theme
+        commands = []
+        for name, theme in sorted(self.available_themes.items()):
+            description = getattr(theme, "description", "") or ("dark" if theme.dark else "light")
+            commands.append(SimpleCommand(name, _later(self._pick_theme, name),
+                                          ("(current) · " if name == current else "") + description))
+        self.search_commands(commands, placeholder="Search for themes…")
+
+    def _pick_theme(self, name: str) -> None:
+        self.theme = name
 
     # profiles -----------------------------------------------------------------
 

@@ -15,13 +15,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from bbrowse.tui.dialogs.base import Dialog
 from bbrowse.tui.saving import download_dir, free_name, resolve_target
 
 
-class SaveScreen(ModalScreen[Path | None]):
+class SaveScreen(Dialog[Path | None]):
     """Ask where to save `default_name`; dismissed with the chosen free path, or None."""
 
     BINDINGS = [

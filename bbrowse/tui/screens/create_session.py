@@ -12,7 +12,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, Switch
 
 from bbrowse.client import ClientError, ServiceError
@@ -24,18 +23,21 @@ from bbrowse.session_options import (
     check_timeout,
 )
 from bbrowse.tui.app_services import describe_error, services
+from bbrowse.tui.dialogs.base import Dialog
 from bbrowse.wire import Browser
 
 __all__ = ["CreateSessionScreen", "check_start_url", "check_timeout"]
 
 
-class CreateSessionScreen(ModalScreen[Browser | None]):
+class CreateSessionScreen(Dialog[Browser | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="create.cancel"),
         Binding("ctrl+s", "submit", "Create", id="create.submit"),
     ]
-    #: Rows of the dialog around its fields: border, padding, title, error line and buttons.
+    #: Rows of the dialog around its fields (border, padding, title, error line and buttons), and in a short
+    #: terminal, where they are compact (`Dialog`), and the footer.
     CHROME_ROWS = 12
+    SHORT_CHROME_ROWS = 7
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="create-form"):
@@ -55,6 +57,8 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
                 yield Button("Create (ctrl+s)", variant="primary", id="create")
                 yield Button("Cancel (esc)", id="cancel")
 
+    _creating = False
+
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus(scroll_visible=False)  # the first label stays in view
         self._fit()
@@ -65,7 +69,10 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
     def _fit(self) -> None:
         """Give the fields what the dialog (90% of the screen) leaves: they scroll, the buttons stay in view."""
         fields = self.query_one("#create-fields")
-        fields.styles.max_height = max(4, int(self.size.height * 0.9) - self.CHROME_ROWS)
+        if self.has_class("-short"):
+            fields.styles.max_height = max(4, self.size.height - self.SHORT_CHROME_ROWS)
+        else:
+            fields.styles.max_height = max(4, int(self.size.height * 0.9) - self.CHROME_ROWS)
         if self.focused is self.query_one("#name", Input):
             self.call_after_refresh(fields.scroll_home, animate=False)  # its label too, not only the field
 
@@ -79,6 +86,9 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
     @on(Button.Pressed, "#create")
     @on(Input.Submitted)
     def action_submit(self) -> None:
+        if self._creating:
+            return  # a second enter while the first creation is on its way would create a second session
+        self._creating = True
         self._create()
 
     def _refuse(self, field_id: str, problem: str) -> None:
@@ -89,6 +99,12 @@ class CreateSessionScreen(ModalScreen[Browser | None]):
 
     @work(exclusive=True, group="create-session")
     async def _create(self) -> None:
+        try:
+            await self._create_once()
+        finally:
+            self._creating = False
+
+    async def _create_once(self) -> None:
         error = self.query_one("#create-error", Static)
         start_url, problem = check_start_url(self.query_one("#start-url", Input).value)
         if problem:

@@ -12,8 +12,9 @@ from typing import Literal
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from bbrowse.tui.dialogs.base import Dialog
 
 QuitChoice = Literal["stop", "keep"]
 
@@ -22,7 +23,7 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-class QuitScreen(ModalScreen[QuitChoice | None]):
+class QuitScreen(Dialog[QuitChoice | None]):
     BINDINGS = [
         Binding("y", "answer('stop')", "Quit and stop", id="quit.stop"),
         Binding("k", "answer('keep')", "Quit, keep running", id="quit.keep"),

@@ -23,7 +23,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane, Tabs
+from textual.widgets import TabbedContent, TabPane, Tabs
 
 from bbrowse.client import KeepAlive
 from bbrowse.tui.app_services import services
@@ -36,6 +36,7 @@ from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.panes.shells import ShellsPane
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.terminal.widget import alt_digit_keys
+from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser
 
 #: Makes a tab's pane for a session id (a pane class, or a test's fixed pane).
@@ -97,7 +98,7 @@ class SessionScreen(BbrowseScreen):
         with TabbedContent(id="session-tabs", initial=self.initial_tab):
             for number, (tab_id, label, _) in enumerate(TABS, start=1):
                 yield TabPane(f"{label} {number}", id=tab_id)
-        yield Footer()
+        yield BbrowseFooter()
 
     @property
     def tabbed(self) -> TabbedContent:

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, duration, relative_time
@@ -26,6 +26,7 @@ from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
+from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser
 
 REFRESH_SECONDS = 2.0
@@ -76,7 +77,8 @@ class SessionsScreen(BbrowseScreen):
         Binding("d", "delete", "Delete", id="sessions.delete"),
         Binding("enter", "open", "Open", id="sessions.open", show=True),
         Binding("slash", "filter", "Filter", id="sessions.filter"),
-        Binding("r", "refresh", "Refresh", id="sessions.refresh"),
+        # not in the footer (it is refreshed while shown; at 80 columns the footer has no room for it)
+        Binding("r", "refresh", "Refresh", id="sessions.refresh", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="sessions.clear_filter", show=False),
         Binding("q", "app.quit", "Quit", id="sessions.quit"),
     ]
@@ -96,6 +98,10 @@ class SessionsScreen(BbrowseScreen):
         self._live = live
         self._clock = clock
         self._poller = Poller(self, self.refresh_sessions, every=REFRESH_SECONDS, longest=LONGEST_REFRESH_SECONDS)
+        #: A session screen is being opened (until this screen is shown again).
+        self._opening = False
+        #: Sessions deleted from this table (their leaving the list is no news).
+        self._deleted_here: set[str] = set()
         #: When the table last matched the service (shown while the service does not answer).
         self._fresh_at: datetime | None = None
 
@@ -106,7 +112,7 @@ class SessionsScreen(BbrowseScreen):
             yield Static("", id="sessions-stale", markup=False)
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="sessions-empty")
-        yield Footer()
+        yield BbrowseFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -139,6 +145,7 @@ class SessionsScreen(BbrowseScreen):
         self.call_after_refresh(lambda: fit_columns(self.query_one(DataTable), FITS))
 
     def on_screen_resume(self) -> None:
+        self._opening = False
         self._keep_focus_in_view()
         self.call_after_refresh(self._keep_focus_in_view)  # after a dismissed form's callback changed the table
         if self._live:
@@ -162,11 +169,28 @@ class SessionsScreen(BbrowseScreen):
         self._poller.done(changed=_shown(fresh) != _shown(self._browsers) or not self._loaded)
         self._fresh_at = self._clock()
         app.connection_ok()
+        if self._loaded:
+            self._say_ended([b for key, b in self._browsers.items() if key not in fresh])
         self._browsers = fresh
         self._loaded = True
         if not self.is_attached or not self.query(DataTable):
             return  # the screen closed while the request was in flight
         self._apply()
+
+    def forget_sessions(self) -> None:
+        """Another service took the place of the one listed: its list comes next, with no "ended" notices."""
+        self._loaded = False
+
+    def _say_ended(self, gone: list[Browser]) -> None:
+        """Sessions that left the list without this app deleting them ended (timed out, deleted elsewhere):
+        say so once, instead of letting their rows vanish unexplained."""
+        already: set[str] = getattr(self.app, "_ended_sessions", set())  # said by their own screen already
+        gone = [b for b in gone if b.session_id not in self._deleted_here and b.session_id not in already]
+        if not gone:
+            return
+        names = ", ".join(b.name or b.session_id for b in gone[:5]) + (" …" if len(gone) > 5 else "")
+        self.notify(f"{names}: timed out or deleted elsewhere.", markup=False, severity="warning",
+                    title="Session ended" if len(gone) == 1 else f"{len(gone)} sessions ended", timeout=10)
 
     def _apply(self) -> None:
         """Bring the table in line with `_browsers` and the filter, touching only what changed."""
@@ -265,8 +289,12 @@ class SessionsScreen(BbrowseScreen):
         from bbrowse.tui.screens.session import SessionScreen
 
         browser = self.selected()
-        if browser is not None and not browser.deleted_at:
-            self.app.push_screen(SessionScreen(browser))
+        if browser is None or browser.deleted_at or self._opening:
+            return
+        # enter reaches both the screen's binding and the table's RowSelected when focus is between them:
+        # one session screen, not two stacked
+        self._opening = True
+        self.app.push_screen(SessionScreen(browser))
 
     def action_create(self) -> None:
         def created(browser: Browser | None) -> None:
@@ -299,6 +327,7 @@ class SessionsScreen(BbrowseScreen):
 
     @work(group="sessions-delete")
     async def _delete(self, browser: Browser) -> None:
+        self._deleted_here.add(browser.session_id)
         try:
             await services(self).connected_client().sessions.delete(browser.session_id)
         except ClientError as error:

@@ -1,0 +1,62 @@
+"""The footer of bbrowse's screens: Textual's, but no key is ever cut in the middle, and a focused widget
+whose keys are not bindings (the terminal) can say which keys still reach the app.
+
+At 80 columns the sessions screen's footer ended in "P Pro": keys that do not fit whole are hidden from
+the right (the palette key, docked right, stays). Inside a terminal, where every key goes to the program
+and the footer had nothing to show, it says which keys still reach the app (alt+digit, the leave chord);
+any other focused widget with a `FOOTER_HINT` string gets it shown the same way.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey, FooterLabel
+
+from bbrowse.tui.terminal.widget import TerminalView
+
+
+class BbrowseFooter(Footer):
+    DEFAULT_CSS = """
+    BbrowseFooter FooterLabel.-hint { margin: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        focused = self.screen.focused if self._bindings_ready else None
+        hint = getattr(focused, "FOOTER_HINT", None)
+        if isinstance(focused, TerminalView):
+            leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
+            hint = f"every key goes to the program · alt+1… switch tabs · {leave}"
+        if hint:
+            yield FooterLabel(hint, classes="-hint")
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        for child in self.children:
+            child.display = True
+        self.call_after_refresh(self._fit)
+
+    def _fit(self, tries: int = 20) -> None:
+        """Hide, from the right, what does not fit whole left of the palette key (once the keys are laid out)."""
+        if not self.is_attached:
+            return
+        if any(child.display and not child.region.width for child in self.children) and self.region.width:
+            if tries:
+                self.set_timer(0.02, lambda: self._fit(tries - 1))
+            return
+        palette = [child for child in self.children if child.has_class("-command-palette")]
+        limit = palette[0].region.x if palette and palette[0].region.width else self.region.right
+        overflowing = False
+        for child in self.children:
+            if child in palette:
+                continue
+            if overflowing or (child.display and child.region.right > limit):
+                overflowing = True
+                child.display = False
+
+
+__all__ = ["BbrowseFooter", "FooterKey"]
