@@ -326,7 +326,7 @@ class EventsPane(SessionPane):
         if not self.events:
             parts.append("no events yet: t records this session's console, network and page events")
         parts.append("space follow · f category · e errors · / filter · enter details · c copy · v frame")
-        self.query_one("#events-status", Static).update(" · ".join(parts))
+        self.query_one("#events-status", Static).update(" · ".join(parts), layout=False)  # one line, always
 
     def _draw_detail(self) -> None:
         envelope = self.query_one(EventList).selected()
