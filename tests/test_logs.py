@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from conftest import session_area
 
 from bbrowse.wire import Error, LogEvent
 
@@ -27,6 +29,13 @@ if TYPE_CHECKING:
 def session_id(module_session_id: str) -> str:
     """One session for the whole module (overrides the per-test one)."""
     return module_session_id
+
+
+@pytest.fixture
+def tmp_path(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
+    this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
+    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 def _stream_url(session_id: str) -> str:
@@ -194,9 +203,9 @@ async def test_follow_survives_rotation(http: httpx.AsyncClient, session_id: str
         assert await reader.messages(3) == ["late line in the old file", "new file 1", "new file 2"]
 
 
-async def test_follow_ends_when_the_session_is_deleted(http: httpx.AsyncClient, tmp_path: Path) -> None:
+async def test_follow_ends_when_the_session_is_deleted(http: httpx.AsyncClient, service: ServiceHandle) -> None:
     sid = (await http.post("/browsers", json={})).json()["session_id"]
-    log = tmp_path / "ends.log"
+    log = session_area(service, sid, "logs") / "ends.log"  # a file of that session
     log.touch()
     async with log_stream(http, sid, source="path", path=str(log), follow=True) as reader:
         _append(log, "x\n")

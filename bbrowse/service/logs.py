@@ -194,7 +194,8 @@ class LogFollower:
                 if lines := self._splitter.flush():
                     yield lines
                 continue
-            replacement = self._replacement()
+            # In a worker thread: it stats and opens the path where it is (a session's sandbox, see `files.inside`).
+            replacement = await run_blocking(self._replacement)
             if replacement is not None:
                 async for lines in self._drain(pos):
                     yield lines
