@@ -479,12 +479,13 @@ class EventsPane(SessionPane):
         from bbrowse.tui.widgets.image_view import decode_image
 
         image = decode_image(png).convert("RGB").resize((max(width, 1), max(height, 1) * 2))
-        pixels = image.load()
+        raw, w = image.tobytes(), image.width
         text = Text()
         for row in range(0, image.height - 1, 2):
-            for col in range(image.width):
-                top, bottom = pixels[col, row], pixels[col, row + 1]
-                text.append("▀", style=Style(color=f"rgb{tuple(top)}", bgcolor=f"rgb{tuple(bottom)}"))
+            for col in range(w):
+                top, bottom = (row * w + col) * 3, ((row + 1) * w + col) * 3
+                text.append("▀", style=Style(color=f"rgb{tuple(raw[top:top + 3])}",
+                                             bgcolor=f"rgb{tuple(raw[bottom:bottom + 3])}"))
             text.append("\n")
         return text
 
