@@ -19,9 +19,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
-import psutil
 import pytest
-from browser_support import needs_chromium
+from browser_support import browser_process, needs_chromium
 
 from bbrowse.service.errors import ServiceError
 from bbrowse.service.replay_view import ReplayTokens
@@ -240,8 +239,7 @@ async def test_chromium_dying_mid_recording_keeps_the_replay_and_recovers(
     try:
         replay = (await http.post(f"/browsers/{sid}/replays", json={"framerate": 10})).json()
         await asyncio.sleep(1.5)  # the length of the recording
-        profile = str(service.state_dir / "service" / "sessions" / sid / "chromium-profile")
-        [browser] = [p for p in psutil.Process(service.pid).children() if any(profile in a for a in p.cmdline())]
+        browser = browser_process(service, sid)  # in the session's sandbox, or not
         os.kill(browser.pid, signal.SIGKILL)
         browser.wait(10)
 
