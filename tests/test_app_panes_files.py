@@ -121,3 +121,15 @@ def test_regions_are_checked_against_the_viewport_and_the_renderer_has_its_name(
     labels = {rendering_label(image_widget_class(name)) for name in ("auto", "tgp", "sixel", "halfcell")}
     assert not any("Image" in label for label in labels), labels
     assert {"kitty graphics", "sixel", "half cells"} <= labels
+
+
+def test_hint_lines_keep_whole_items_at_80_columns() -> None:
+    from bbrowse.tui.panes.base import fit_hint
+    from bbrowse.tui.panes.files import HINT as FILES_HINT
+    from bbrowse.tui.panes.logs import HINT as LOGS_HINT
+
+    for hint in (FILES_HINT, LOGS_HINT):
+        fitted = fit_hint(hint, 78)
+        assert len(fitted) <= 78 and fitted.endswith("· ? all keys"), fitted
+        assert all(item in hint.split(" · ") for item in fitted.split(" · ")[:-1]), fitted
+    assert fit_hint(LOGS_HINT, 200) == LOGS_HINT

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual.containers import Vertical
 from textual.widget import Widget
+from textual.widgets import Static
 
 from bbrowse.client import BrowserClient
 from bbrowse.tui.app_services import services
@@ -36,3 +39,39 @@ class SessionPane(Vertical):
         """Give the keyboard to the pane's main widget: the session screen calls it when the tab is shown
         and nothing in it had the focus before."""
         raise NotImplementedError(f"{type(self).__name__} says which of its widgets takes the keyboard")
+
+
+#: Between the items of a hint line.
+HINT_SEPARATOR = " · "
+#: What ends a hint line whose items do not all fit.
+HINT_MORE = "? all keys"
+
+
+def fit_hint(hint: str, width: int) -> str:
+    """`hint` ("a open · b close · …") cut to whole items that fit `width` cells, ending in "· ? all keys"
+    when some are left out: never cut in the middle of an item."""
+    if cell_len(hint) <= width:
+        return hint
+    items = hint.split(HINT_SEPARATOR)
+    shown: list[str] = []
+    for item in items:
+        candidate = HINT_SEPARATOR.join([*shown, item, HINT_MORE])
+        if cell_len(candidate) > width:
+            break
+        shown.append(item)
+    return HINT_SEPARATOR.join([*shown, HINT_MORE]) if shown else hint[: max(0, width - 1)] + "…"
+
+
+class HintLine(Static):
+    """A pane's one-line list of keys, fitted to its width by whole items (`fit_hint`)."""
+
+    def __init__(self, hint: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self.hint = hint
+
+    def update_hint(self, hint: str) -> None:
+        self.hint = hint
+        self.refresh()
+
+    def render(self) -> Text:
+        return Text(fit_hint(self.hint, self.content_region.width or 10_000), no_wrap=True)

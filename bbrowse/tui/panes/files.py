@@ -39,7 +39,7 @@ from bbrowse.humanize import absolute_time, human_bytes
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.dialogs.save import SaveScreen
-from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileViewer
@@ -222,7 +222,7 @@ class FilesPane(SessionPane):
         self._progress_shown_at = 0.0
 
     def compose(self) -> ComposeResult:
-        yield Static(HINT, id="files-hint", markup=False)
+        yield HintLine(HINT, id="files-hint")
         with Horizontal(id="files-body"):
             with Vertical(id="files-left"):
                 yield PathInput(placeholder="path on the instance, enter to go, esc to cancel", id="files-goto")

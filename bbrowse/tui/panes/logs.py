@@ -31,7 +31,7 @@ from textual.widgets import Button, Input, Label, OptionList, RadioButton, Radio
 from bbrowse.client import BrowserClient, ClientError, Stream, is_permanent
 from bbrowse.client.errors import ConnectionLost
 from bbrowse.tui.app_services import describe_error, services, settings_of
-from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
 
@@ -363,7 +363,7 @@ class LogsPane(SessionPane, can_focus=True):
         self._targets: dict[str, tuple[LogSource, str]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(HINT, id="logs-hint", markup=False)
+        yield HintLine(HINT, id="logs-hint")
         yield Static(
             "No log open.\nPress o to open one: a supervised program (bbrowse, chromium, …) or a file on the instance.",
             id="logs-empty", markup=False,

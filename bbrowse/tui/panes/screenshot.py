@@ -33,7 +33,7 @@ from textual.widgets import Input, Static
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
-from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.remote_input import RemoteInput
 from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.image_view import ImageView, decode_image
@@ -169,7 +169,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         yield Static("", id="shot-error", markup=False)
         yield Static("No screenshot yet. Press space to capture, a for a live view.", id="shot-empty", markup=False)
         yield ImageView(rendering=self.rendering, id="shot-view")
-        yield Static(HINT, id="shot-hint", markup=False)
+        yield HintLine(HINT, id="shot-hint")
 
     @property
     def view(self) -> ImageView:
@@ -378,7 +378,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self.remote = RemoteInput(self.client.computer, self.session_id, on_error=self._input_failed)
         self._set_live(True)
         self.view.interact(self.remote)
-        self.query_one("#shot-hint", Static).update(INTERACT_HINT)
+        self.query_one("#shot-hint", HintLine).update_hint(INTERACT_HINT)
         self._update_status()
 
     @property
@@ -391,7 +391,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             return
         self.view.interact(None)
         self.remote = None
-        self.query_one("#shot-hint", Static).update(HINT)
+        self.query_one("#shot-hint", HintLine).update_hint(HINT)
         if take_keyboard:
             self.focus()
         self._update_status()
@@ -483,6 +483,9 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     # status -------------------------------------------------------------------
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._update_status)  # cut to the new width
+
     def _update_status(self) -> None:
         if not self.in_place():
             return
@@ -511,4 +514,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         elif self.error:
             status.append(" │ failed", style="bold red")
         status.append(f" │ {self.view.rendering_label}", style="dim")
-        self.query_one("#shot-status", Static).update(status)
+        line = self.query_one("#shot-status", Static)
+        width = line.content_region.width
+        if width and status.cell_len > width:  # cut with a "…", not mid-word
+            status.truncate(width, overflow="ellipsis")
+        line.update(status)

@@ -55,6 +55,9 @@ PtyResize = Callable[[int, int], object]
 
 FRAME_SECONDS = 1 / 60
 RESIZE_DEBOUNCE_SECONDS = 0.1
+#: After a resize on the alternate screen, the old picture stays until the program's repaint arrives (at most
+#: this long): the core's new screen is blank until then, a blank frame of 100-200 ms on every resize (vim).
+RESIZE_HOLD_SECONDS = 0.5
 # Parse for at most this long before letting the event loop run (keys, timers, drawing).
 FEED_BUDGET_SECONDS = 0.004
 # Each slice of output is parsed in one go; its size adapts so that a slice takes about this long.
@@ -188,6 +191,8 @@ class TerminalView(Widget, can_focus=True):
         self._painter = Painter()
         self._base_style: Style | None = None
         self._strips: list[Strip | None] = [None] * self.core.rows
+        #: The rows drawn before a resize of the alternate screen, shown until the program repaints.
+        self._held: list[Strip | None] | None = None
         self._placements: list[Placement] = []
         self._images_generation = 0
         self.exit_code: int | None = None
@@ -219,6 +224,8 @@ class TerminalView(Widget, can_focus=True):
         background task would cost a turn of the event loop between the byte and its frame."""
         if not data:
             return
+        if self._held is not None:  # the program's repaint after a resize: the live screen again
+            self._release_hold()
         if len(data) <= INLINE_FEED_BYTES and not self._backlog and (
             self._drain_task is None or self._drain_task.done()
         ):
@@ -416,6 +423,10 @@ class TerminalView(Widget, can_focus=True):
             self._strips = [None] * core.rows
         if self.exited and y == self.size.height - 1:
             return self._exit_banner(width)
+        if self._held is not None:
+            held = self._held[y] if y < len(self._held) else None
+            return held.crop_extend(0, width, self._base_style) if held is not None \
+                else Strip.blank(width, self._base_style)
         if y >= core.rows:
             return Strip.blank(width, self._base_style)
         cursor = self._drawn_cursor
@@ -486,6 +497,11 @@ class TerminalView(Widget, can_focus=True):
         if cols < 1 or rows < 1:
             return
         if (cols, rows) != self.terminal_size:
+            if self.core.alternate_screen_active and self._base_style is not None and not self.exited:
+                core = self.core
+                self._held = self._held or [strip or self._painter.paint(core.row(y), core.cols)
+                                            for y, strip in enumerate(self._strips)]
+                self.set_timer(RESIZE_HOLD_SECONDS, self._release_hold, name="terminal-resize-hold")
             self.core.resize(cols, rows)
             self._strips = [None] * rows
             self._placements = []
@@ -495,6 +511,11 @@ class TerminalView(Widget, can_focus=True):
         if self._resize_timer is not None:
             self._resize_timer.stop()
         self._resize_timer = self.set_timer(RESIZE_DEBOUNCE_SECONDS, self._report_size, name="terminal-resize")
+
+    def _release_hold(self) -> None:
+        if self._held is not None:
+            self._held = None
+            self.refresh()
 
     def _report_size(self) -> None:
         self._resize_timer = None

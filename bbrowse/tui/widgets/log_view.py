@@ -782,7 +782,15 @@ class LogStatus(Widget):
         self._text = Text()
 
     def render(self) -> Text:
+        width = self.content_region.width
+        if width and self._text.cell_len > width:  # Textual draws a Text cut, without its overflow's "…"
+            text = self._text.copy()
+            text.truncate(width, overflow="ellipsis")
+            return text
         return self._text
+
+    def on_resize(self) -> None:
+        self.refresh()
 
     def set_text(self, text: Text) -> None:
         if text.plain != self._text.plain or text.spans != self._text.spans:
