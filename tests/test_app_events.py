@@ -1,10 +1,14 @@
 """The Events tab against a real service and Chromium: a page's console error and failed request show up live,
 stand out, filter by category and by regex, follow and pause, details (a request's headers, an exception's
-stack), `c` copies the event as JSON; a deleted session's kept events still show in the pane."""
+stack), `c` copies the event as JSON, `v` shows the replay's frame at the event and `.` steps a frame; a
+deleted session's kept events still show in the pane."""
 
 from __future__ import annotations
 
+import shutil
+
 import httpx
+import pytest
 from app_support import PaneScreen, make_app, wait_for
 
 from bbrowse.tui.panes.events import EventList, EventsPane
@@ -13,7 +17,7 @@ from bbrowse.wire import Browser
 from tests.browser_page import PageProbe
 from tests.browser_support import needs_chromium
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="replays need ffmpeg")]
 
 PAGE = ("data:text/html,<h1>events</h1><script>console.log('step 36 ok');"
         "fetch('http://127.0.0.1:9/api/step37').catch(()=>{});"
@@ -36,9 +40,12 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             events = pane.query_one(EventList)
             await wait_for(pilot, lambda: events.has_focus, what="list focused")
 
+            recording = (await http.post(f"/browsers/{browser.session_id}/replays", json={})).json()["replay_id"]
             async with PageProbe.showing(browser.cdp_ws_url, PAGE):
                 await wait_for(pilot, lambda: any(e.event.type == "console_error" for e in events.rows),
                                timeout=20, what="the exception listed live")
+                await pilot.pause(1.0)  # the recording goes on past the error, so its frame is in it
+            await http.post(f"/browsers/{browser.session_id}/replays/{recording}/stop")
             lines = [events.render_line(y).text for y in range(events.size.height)]
             assert any("console_error" in line and "Uncaught Error: failed at step 37" in line for line in lines)
             error_row = next(i for i, e in enumerate(events.rows) if e.event.type == "console_error")
@@ -73,6 +80,16 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             await pilot.press("c")
             assert '"failed at step 37' in app.clipboard or "failed at step 37" in app.clipboard
             assert f'"seq":{events.rows[thrown].seq}' in app.clipboard
+
+            await pilot.press("v")  # the replay's frame at the exception: ffmpeg on the downloaded recording
+            status = pane.query_one("#events-status")
+            await wait_for(pilot, lambda: f"replay {recording} at" in str(status.render()), timeout=40,
+                           what="the replay's frame at the event")
+            frame = pane.query_one("#events-frame")
+            assert frame.has_class("active") and "▀" in str(frame.render())
+            at = str(status.render())
+            await pilot.press("full_stop")
+            await wait_for(pilot, lambda: str(status.render()) != at, what="a frame on")
 
         await http.delete(f"/browsers/{browser.session_id}")
         async with make_app(service).run_test(size=(100, 30)) as pilot:
