@@ -151,6 +151,7 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
     """
     state = service_state(websocket)
     kernel_vm = state.processes.policy.kernel_vm
+    session: Session | None = None
     try:
         session = await active_session(id_or_name, websocket)
         proc = state.processes.get(session, process_id)
@@ -165,8 +166,9 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
             raise conflict(f"process {process_id} already has an active attach session; only one at a time")
     except ServiceError as exc:
         kernel_body = None
-        if state.config.kernel_compat:
-            kernel_body = AttachError(message=KERNEL_ATTACH_REFUSALS.get(exc.status, exc.message))
+        if state.config.kernel_compat:  # the VM's own words once the session is found (the VM answers)
+            words = KERNEL_ATTACH_REFUSALS.get(exc.status) if session is not None else None
+            kernel_body = AttachError(message=words or exc.message)
         await deny_upgrade(websocket, exc, kernel_body)
         return
     proc.detached.clear()
@@ -245,8 +247,12 @@ async def _feed_input(websocket: WebSocket, proc: ManagedProcess, ended: asyncio
             return
         data = message.get("bytes")
         if data is not None:
-            with contextlib.suppress(StdinClosedError):  # input after the exit is dropped; the pump sends the exit
+            try:
                 await proc.write_stdin(data)
+            except StdinClosedError:
+                if ended is not None:  # Kernel's VM: the PTY write fails and the attach shuts down
+                    return
+                # input after the exit is dropped; the pump sends the exit
             continue
         text = message.get("text")
         if text is not None:
