@@ -36,7 +36,7 @@ Manager = Annotated[WatchManager, Depends(_manager)]
 
 @router.post(PREFIX, status_code=201, response_model=WatchStartResult, responses=errors(400, 403, 409))
 async def start_watch(session: ActiveSession, manager: Manager, body: WatchStartRequest) -> WatchStartResult:
-    """Watch a directory (and, with `recursive`, everything below it) for changes."""
+    """Watch a directory (and, with `recursive`, everything below it) for changes (in the session's sandbox)."""
     watch = manager.start(session, require_absolute(body.path), body.recursive)
     return WatchStartResult(watch_id=watch.watch_id)
 
