@@ -29,7 +29,7 @@ async def test_following_shows_the_last_line_with_a_horizontal_scrollbar_after_w
         await pilot.press("w", "w")  # wrap on, wrap off: the long line brings the horizontal scrollbar back
         await wait_for(pilot, lambda: view.show_horizontal_scrollbar, what="horizontal scrollbar")
         await pilot.pause()
-        assert view.following and "following" in str(panel.query_one(LogStatus).render())
+        assert view.following and "following" in panel.query_one(LogStatus).text
         assert any(row.startswith("last xxx") for row in visible_rows(view)), visible_rows(view)[-3:]
         assert view.scroll_offset.y == view.max_scroll_y
         # and it stays so as lines keep coming

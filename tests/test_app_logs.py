@@ -63,7 +63,7 @@ def screen_rows(view: LogView) -> list[str]:
 
 
 def status(panel: LogPanel) -> str:
-    return str(panel.query_one(LogStatus).render())
+    return panel.query_one(LogStatus).text
 
 
 def append(path: Path, *lines: str) -> None:

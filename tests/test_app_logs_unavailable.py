@@ -30,7 +30,7 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
             await app.push_screen(PaneScreen(pane, "Logs", "logs"))
             await wait_for(pilot, lambda: len(pane.panels) == 1)
             panel = pane.panels[0]
-            status = lambda: str(panel.query_one(LogStatus).render())  # noqa: E731
+            status = lambda: panel.query_one(LogStatus).text  # noqa: E731
             await wait_for(pilot, lambda: "not available on this service" in status(), what="said once")
             await wait_for(pilot, lambda: not any(w.node is panel and w.is_running for w in app.workers),
                            what="no reconnecting loop")

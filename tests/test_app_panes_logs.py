@@ -34,7 +34,7 @@ def screen_text(app) -> str:
 
 
 def status(panel: LogPanel) -> str:
-    return str(panel.query_one(LogStatus).render())
+    return panel.query_one(LogStatus).text
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
@@ -103,7 +103,7 @@ async def test_line_times_missing_paths_a_log_opened_twice_and_saving_with_a_fil
 
         # a path that does not exist: one clear error, not "following" and "stopped" at once
         missing = await pane.open_log(LogTarget(LogSource.PATH, "/tmp/no-such-dir/none.log"))
-        await wait_for(pilot, lambda: "stopped" in status(missing), what="stopped")
+        await wait_for(pilot, lambda: "stopped" in status(missing), what=f"stopped: {status(missing)!r}")
         assert "following" not in status(missing)
         assert "Could not open /tmp/no-such-dir/none.log" in screen_text(app)
 

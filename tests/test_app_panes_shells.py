@@ -168,3 +168,29 @@ def test_busy_probe_reading() -> None:
     assert busy_from_probe("1\n") is None
     assert busy_from_probe("2\n") == "is running a program (1 process)"
     assert busy_from_probe("0\n") == "may be running a program"
+
+
+async def test_a_resize_on_the_alternate_screen_keeps_the_picture_until_the_program_repaints() -> None:
+    """vim in the pane: a resize showed a blank pane until vim's repaint came back (100-200 ms each time)."""
+    from textual.app import App
+
+    class One(App):
+        def compose(self):
+            yield TerminalView()
+
+    app = One()
+    async with app.run_test(size=(60, 12)) as pilot:
+        terminal = app.query_one(TerminalView)
+
+        def row(y: int) -> str:
+            return "".join(segment.text for segment in terminal.render_line(y)).rstrip()
+
+        terminal.feed(b"\x1b[?1049h\x1b[H\x1b[2Jan editor's first line")
+        await wait_for(pilot, lambda: row(0) == "an editor's first line", what="drawn")
+        before = terminal.terminal_size
+        await pilot.resize_terminal(50, 10)
+        await pilot.pause()
+        assert terminal.terminal_size != before
+        assert row(0) == "an editor's first line"  # not a blank frame while the program has not answered
+        terminal.feed(b"\x1b[H\x1b[2Jrepainted at 50")
+        await wait_for(pilot, lambda: row(0) == "repainted at 50", what="the repaint shows")

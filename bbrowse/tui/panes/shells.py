@@ -15,6 +15,7 @@ Quitting the app hangs its shells up (HUP), as closing a terminal window does.
 from __future__ import annotations
 
 import itertools
+import time
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -203,6 +204,7 @@ class ShellTab(TabPane):
 
 
 EMPTY_HINT = "No shell open. Press t or enter for a new one."
+OPENING_HINT = "Opening the shell (or reattaching those still running)…"
 
 
 class ShellsPane(SessionPane, can_focus=True):
@@ -228,7 +230,7 @@ class ShellsPane(SessionPane, can_focus=True):
         self.records = ShellRecords()
 
     def compose(self) -> ComposeResult:
-        yield Static(EMPTY_HINT, id="shells-empty")
+        yield Static(OPENING_HINT, id="shells-empty")
         yield TabbedContent(id="shell-tabs")
 
     def on_mount(self) -> None:
@@ -241,6 +243,7 @@ class ShellsPane(SessionPane, can_focus=True):
         else open a new one."""
         client = self.client
         alive = []
+        started = time.monotonic()
         for record in self.records.list(client.base_url, self.session_id):
             try:
                 status = await client.processes.status(self.session_id, record.process_id)
@@ -252,11 +255,13 @@ class ShellsPane(SessionPane, can_focus=True):
                 self.records.remove(client.base_url, self.session_id, record.process_id)
         if not self.is_attached:
             return
+        self.query_one("#shells-empty", Static).update(EMPTY_HINT)
+        self.log(f"shells: {len(alive)} to reattach, checked in {time.monotonic() - started:.2f} s")
         if not alive:
-            await self.action_new_shell()
+            await self._add_tab(focus=False)  # the session screen decides where the keyboard starts
             return
         for record in alive:
-            await self._add_tab(record)
+            await self._add_tab(record, focus=False)
         self.notify(f"{len(alive)} shell{'s' if len(alive) != 1 else ''} still running, reattached",
                     title="Shells", timeout=4)
 
@@ -274,7 +279,7 @@ class ShellsPane(SessionPane, can_focus=True):
         if focused is not None and self in focused.ancestors and not focused.display:
             self.focus()
 
-    async def _add_tab(self, reattach: ShellRecord | None = None) -> ShellTab:
+    async def _add_tab(self, reattach: ShellRecord | None = None, *, focus: bool = True) -> ShellTab:
         number = next(self._numbers)
         pane_id = f"shell-{number}"
         title = reattach.title if reattach is not None else f"shell {number}"
@@ -283,7 +288,8 @@ class ShellsPane(SessionPane, can_focus=True):
         await tabs.add_pane(tab)
         tabs.active = pane_id
         self._sync_empty()
-        tab.terminal.focus()
+        if focus:
+            tab.terminal.focus()
         return tab
 
     async def action_new_shell(self) -> None:

@@ -781,6 +781,11 @@ class LogStatus(Widget):
         super().__init__()
         self._text = Text()
 
+    @property
+    def text(self) -> str:
+        """The whole status, as plain text (what `render` cuts to the width)."""
+        return self._text.plain
+
     def render(self) -> Text:
         width = self.content_region.width
         if width and self._text.cell_len > width:  # Textual draws a Text cut, without its overflow's "…"
