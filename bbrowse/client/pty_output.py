@@ -76,6 +76,8 @@ STATUS_POLL_SECONDS = 0.5
 DRAIN_QUIET_SECONDS = 0.1
 #: ... but no longer than this after the status answered.
 DRAIN_MAX_SECONDS = 0.4
+#: The status says the process is gone (no exit code): how long the connection may still say why.
+GONE_GRACE_SECONDS = 1.0
 #: A 409 on attach is retried this long (the previous attach is still being let go) before the stream.
 CONFLICT_RETRY_SECONDS = 4.0
 #: Waits between those retries, then the last one.
@@ -255,6 +257,9 @@ class PtyOutput:
             # The watcher ends first only with an exit found by `status`: the reader, still waiting for
             # frames that will not come (Kernel neither sends the exit frame nor closes), is stopped.
             await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if not reader.done() and self._status_exit is None:
+                # Gone rather than exited (a deleted session): the connection may yet say why (a 1001).
+                await asyncio.wait({reader}, timeout=GONE_GRACE_SECONDS)
             if not reader.done():
                 reader.cancel()
                 await asyncio.wait({reader})
