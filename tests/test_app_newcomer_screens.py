@@ -18,6 +18,7 @@ from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.palette import key_label
+from bbrowse.tui.panes.logs import OpenLogScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitScreen
 from bbrowse.tui.screens.session import SessionScreen
@@ -98,7 +99,8 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
         # the other dialogs fit too, with their own keys
         for dialog, expected in ((QuitScreen(2, "http://127.0.0.1:1"), "Quit and stop"),
                                  (ConfirmScreen("Delete session x?\nIts processes stop.", "Delete"), "Yes"),
-                                 (SaveScreen("Save log", "x.log"), "Save")):
+                                 (SaveScreen("Save log", "x.log"), "Save"),
+                                 (OpenLogScreen(app.connected_client(), "no-such-session"), "Open")):
             await app.push_screen(dialog)
             await wait_for(pilot, lambda dialog=dialog: app.screen is dialog)
             await pilot.pause(0.2)

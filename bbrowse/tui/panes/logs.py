@@ -24,13 +24,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 
 from bbrowse.client import BrowserClient, ClientError, Stream, is_permanent
 from bbrowse.client.errors import ConnectionLost
 from bbrowse.tui.app_services import describe_error, services, settings_of
+from bbrowse.tui.dialogs.base import Dialog
 from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
@@ -218,7 +218,7 @@ class PathSuggester(Suggester):
         return None
 
 
-class OpenLogScreen(ModalScreen[LogTarget | None]):
+class OpenLogScreen(Dialog[LogTarget | None]):
     """Choose what a new pane follows: a supervised program, or a file path (with completion)."""
 
     BINDINGS = [

@@ -30,6 +30,8 @@ class BbrowseScreen(Screen[None]):
 
         def show_state(state: ConnectionState) -> None:
             bar.state = state
+            # what the screen shows is not being updated: app.tcss dims it (the sessions table says since when)
+            self.set_class(state == "reconnecting", "-disconnected")
 
         def show_label(label: str) -> None:
             bar.service_label = label
