@@ -102,3 +102,29 @@ def test_the_official_sdk_against_compat(compat_service, compat) -> None:
         assert names == ["a.txt"]
     finally:
         sdk.close()
+
+
+async def test_a_pty_is_spawned_with_its_size_and_typing_is_not_smooth(compat) -> None:
+    """Compat, as Kernel, makes a PTY spawned without rows/cols 0x0 and types smoothly (50-120 ms a key)
+    when `smooth` is left out: the client always sends both."""
+    client, sid = compat
+    proc = await client.processes.spawn(sid, "/bin/sh", ["-c", "stty size; read line"], allocate_tty=True)
+    seen = bytearray()
+    sized = asyncio.Event()
+
+    def on_output(data: bytes) -> None:
+        seen.extend(data)
+        if b"\n" in seen:
+            sized.set()
+
+    output = PtyOutput(client, sid, proc.process_id, on_output=on_output)
+    running = asyncio.ensure_future(output.run())
+    await asyncio.wait_for(sized.wait(), 15)
+    assert seen.split(b"\r\n")[0] == b"24 80"
+    await client.processes.stdin(sid, proc.process_id, b"\n")
+    assert await asyncio.wait_for(running, 15) == 0
+
+    text = "typed-at-once " * 4  # 56 keys: smoothly at least 2.8 s
+    started = time.monotonic()
+    await client.computer.type_text(sid, text)
+    assert time.monotonic() - started < len(text) * 0.05
