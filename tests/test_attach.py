@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -325,7 +324,7 @@ async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once
     either, service, compat_service
 ) -> None:
     client, sid, mode = either
-    proc = await client.processes.spawn(sid, sys.executable, ["-u", "-c", WINCH_PROGRAM], allocate_tty=True,
+    proc = await client.processes.spawn(sid, "python3", ["-u", "-c", WINCH_PROGRAM], allocate_tty=True,
                                         rows=24, cols=80)
     seen = Collected()
     output = pty_output(client, sid, proc.process_id, seen)
