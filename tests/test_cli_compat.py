@@ -64,6 +64,31 @@ def test_piped_shell_ls_and_logs_no_follow(compat_service, compat_sid):
     assert (logs.returncode, logs.stdout) == (0, b"one\n\nthree\npart\n"), logs.stderr
 
 
+def test_shell_input_and_resizes_refused_after_the_exit_show_the_exit_not_an_error(compat_service, compat_sid):
+    """Compat answers `stdin` and `resize` with 500 once the program is gone (as Kernel): keys typed and
+    resizes made while bbrowse shell has not yet seen the exit end in the exit code, with no error line."""
+    bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
+    remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
+    term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
+                      cli_env(compat_service))
+    try:
+        term.expect(rb"PROMPT> ")
+        term.send(b"exit 3\r")
+        start = len(term.output)
+        deadline = time.monotonic() + 15
+        sizes = [(30, 100), (24, 80)]
+        while b"rc=" not in term.output[start:] and not term.closed and time.monotonic() < deadline:
+            term.send(b"x")  # past the exit, until bbrowse shell has seen it
+            term.resize(*sizes[0])
+            sizes.reverse()
+            term._read(0.02)
+        term.expect(rb"rc=3\r\n", timeout=15)
+        after = bytes(term.output[start:])
+        assert b"error" not in after.lower() and b"500" not in after, after
+    finally:
+        term.close()
+
+
 def test_last_the_vm_going_away_is_said(compat_service, compat_sid):
     """Compat closes attach sockets with 1001 `browser shutting down` when the session's VM goes away
     (here: the session deleted; last in this module, which owns the session)."""
