@@ -1,8 +1,8 @@
 """The log panes against a real local service, driven with Textual's Pilot, plus a snapshot of a fixed pane.
 
-The service runs on this machine, so a test writes a temporary file and the pane follows it over
-real HTTP and SSE; the reconnection test puts a real TCP proxy between the app and the service and
-cuts it.
+A test writes a file in a directory of the session (`session_area`: a session's sandbox sees none of this
+machine's directories) and the pane follows it over real HTTP and SSE; the reconnection test puts a real TCP
+proxy between the app and the service and cuts it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 from app_support import accept_save_dialog, type_text, use_downloads_dir, wait_for
+from conftest import ServiceHandle, session_area
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
@@ -34,6 +36,11 @@ def make_app(url: str, token: str) -> BbrowseApp:
     return BbrowseApp(target=Target(ClientConfig(url, token), "remote"))
 
 
+@pytest.fixture
+def area(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the test's session for its log files: str() is the path inside the session, what the
+    pane is given; writing and appending act on the same files from outside (conftest.session_area)."""
+    return session_area(service, session_id, "logs")
 
 
 class LogsScreen(Screen):
@@ -72,9 +79,9 @@ def append(path: Path, *lines: str) -> None:
 
 
 async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
-    service, session_id: str, tmp_path: Path
+    service, session_id: str, area: Path
 ) -> None:
-    log = tmp_path / "app-events.log"
+    log = area / "app-events.log"
     log.write_text("existing one\nexisting two\n")
     app = make_app(service.url, service.token)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -83,7 +90,7 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
         await pilot.click("#source-path")
-        await type_text(pilot, f"{tmp_path}/app-ev")
+        await type_text(pilot, f"{area}/app-ev")
         path_input = app.screen.query_one("#open-log-path")
         # completed from list_files of the directory being typed; → accepts the completion
         await wait_for(pilot, lambda: path_input._suggestion == str(log))
@@ -103,12 +110,12 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
 
 
 async def test_path_completion_lists_a_directory_once_however_fast_the_keys_come(
-    service, session_id: str, tmp_path: Path
+    service, session_id: str, area: Path
 ) -> None:
     """The form asks for a suggestion at every key; a quick typist (or a paste) must not send one `list_files`
     of the same directory per character (a directory of 29,000 entries made the completion take 10 s)."""
-    (tmp_path / "app-events.log").write_text("x\n")
-    (tmp_path / "apples").mkdir()
+    (area / "app-events.log").write_text("x\n")
+    (area / "apples").mkdir()
     client = BrowserClient(service.url, service.token)
     listed: list[str] = []
     list_files = client.fs.list_files
@@ -119,14 +126,14 @@ async def test_path_completion_lists_a_directory_once_however_fast_the_keys_come
 
     client.fs.list_files = counted  # type: ignore[method-assign]  # the real call, counted
     suggester = PathSuggester(client, session_id)
-    typed = [f"{tmp_path}/{prefix}" for prefix in ("a", "ap", "app", "app-", "app-e", "appl")]
+    typed = [f"{area}/{prefix}" for prefix in ("a", "ap", "app", "app-", "app-e", "appl")]
     answers = await asyncio.gather(*(suggester.get_suggestion(value) for value in typed))
-    assert answers == [f"{tmp_path}/app-events.log"] * 5 + [f"{tmp_path}/apples/"]
-    assert listed == [str(tmp_path)]
+    assert answers == [f"{area}/app-events.log"] * 5 + [f"{area}/apples/"]
+    assert listed == [str(area)]
 
 
-async def test_search_highlights_matches_and_n_moves_between_them(service, session_id: str, tmp_path: Path) -> None:
-    log = tmp_path / "search.log"
+async def test_search_highlights_matches_and_n_moves_between_them(service, session_id: str, area: Path) -> None:
+    log = area / "search.log"
     hits = (20, 70, 120, 170)
     log.write_text("".join(f"row {i} ERROR disk full\n" if i in hits else f"row {i} ok\n" for i in range(200)))
     app = make_app(service.url, service.token)
@@ -173,10 +180,10 @@ async def test_search_highlights_matches_and_n_moves_between_them(service, sessi
 
 
 async def test_ctrl_s_asks_where_saves_the_buffer_in_the_download_dir_and_says_where(
-    service, session_id: str, tmp_path: Path, monkeypatch
+    service, session_id: str, area: Path, tmp_path: Path, monkeypatch
 ) -> None:
     downloads = use_downloads_dir(monkeypatch, tmp_path)
-    log = tmp_path / "worker.log"
+    log = area / "worker.log"
     lines = [f"line {i} \x1b[32mok\x1b[0m" for i in range(50)]
     log.write_text("".join(line + "\n" for line in lines))
     app = make_app(service.url, service.token)
@@ -230,8 +237,8 @@ async def test_supervisor_log_of_the_service_shows_its_access_lines(
         await wait_for(pilot, lambda: len(pane.panels) == 1 and worker.is_finished)
 
 
-async def test_follow_pauses_on_scroll_up_and_resumes_on_end(service, session_id: str, tmp_path: Path) -> None:
-    log = tmp_path / "follow.log"
+async def test_follow_pauses_on_scroll_up_and_resumes_on_end(service, session_id: str, area: Path) -> None:
+    log = area / "follow.log"
     log.write_text("".join(f"old {i}\n" for i in range(300)))
     app = make_app(service.url, service.token)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -307,8 +314,8 @@ class CuttableProxy:
         await self.server.wait_closed()
 
 
-async def test_a_broken_stream_reconnects_and_marks_the_gap(service, session_id: str, tmp_path: Path) -> None:
-    log = tmp_path / "flaky.log"
+async def test_a_broken_stream_reconnects_and_marks_the_gap(service, session_id: str, area: Path) -> None:
+    log = area / "flaky.log"
     log.write_text("first\n")
     proxy = CuttableProxy(httpx.URL(service.url).port)
     port = await proxy.start()
