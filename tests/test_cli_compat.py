@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
+import subprocess
 import time
 
+import httpx
 import pytest
 from cli_support import BBROWSE, PtyProcess, bb, cli_env
 
@@ -87,6 +90,34 @@ def test_shell_input_and_resizes_refused_after_the_exit_show_the_exit_not_an_err
         assert b"error" not in after.lower() and b"500" not in after, after
     finally:
         term.close()
+
+
+def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(compat_service):
+    """On compat (as Kernel) a log stream is no activity: `bbrowse logs --follow` holds a CDP connection so
+    a session with a 10 s timeout outlives it; once the command ends the timeout applies again."""
+    created = bb(compat_service, "new", "--json", "--timeout", "10")
+    assert created.returncode == 0, created.stderr
+    sid = json.loads(created.stdout)["session_id"]
+    path = f"/tmp/bbrowse-keepalive-{time.monotonic_ns()}.log"  # gets no line: no event, no activity
+    assert bb(compat_service, "exec", sid, "--", "touch", path).returncode == 0
+
+    def answers() -> bool:
+        return httpx.get(f"{compat_service.url}/browsers/{sid}", headers=compat_service.headers,
+                         timeout=30).status_code == 200
+
+    follow = subprocess.Popen([*BBROWSE, "logs", sid, "--path", path], env=cli_env(compat_service),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(15)  # the thing under test is time itself: past the 10 s timeout
+        assert follow.poll() is None, follow.communicate()
+        assert answers()
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.communicate(timeout=30)
+    ended = time.monotonic()
+    while answers() and time.monotonic() - ended < 30:
+        time.sleep(0.5)
+    assert not answers(), "the session outlived its timeout after bbrowse logs ended"
 
 
 def test_last_the_vm_going_away_is_said(compat_service, compat_sid):
