@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from conftest import session_area
 
 from bbrowse.client import (
     BadRequest,
@@ -49,6 +51,13 @@ async def sid(client: BrowserClient) -> AsyncIterator[str]:
         await client.sessions.delete(browser.session_id)
     except SessionGone:
         pass
+
+
+@pytest.fixture
+def tmp_path(service, sid: str) -> Path:
+    """A fresh directory of the test's session, in place of pytest's (a session's sandbox sees no directory of
+    this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
+    return session_area(service, sid, f"t-{secrets.token_hex(4)}")
 
 
 async def collect_output(client: BrowserClient, sid: str, pid: str) -> tuple[bytes, int]:
