@@ -75,6 +75,9 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
         prompts = [str(commands.get_option_at_index(i).prompt) for i in range(commands.option_count)]
         current = [p for p in prompts if "(current)" in p]
         assert len(current) == 1 and current[0].startswith(app.theme), current
+        # the palette's own footer (esc), not the sessions screen's behind it
+        shown = await assert_whole(pilot, app.screen, "Exit the command palette")
+        assert "New session" not in shown, shown
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
 

@@ -29,7 +29,7 @@ import textual.screen
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.command import SimpleCommand
+from textual.command import CommandListItem, CommandPalette, SimpleCommand, SimpleProvider
 from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
@@ -52,7 +52,14 @@ from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.target import Target, target_for
 from bbrowse.tui.app_services import describe_error
-from bbrowse.tui.palette import BbrowseCommands, PaletteCommand, global_commands, screen_commands, typed_character
+from bbrowse.tui.palette import (
+    BbrowseCommands,
+    BbrowsePalette,
+    PaletteCommand,
+    global_commands,
+    screen_commands,
+    typed_character,
+)
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
@@ -479,6 +486,16 @@ class BbrowseApp(App):
         if unknown:
             self.notify(f"[keys] names no binding {', '.join(unknown)}; ids are listed in docs/configuration.md",
                         title="Configuration", severity="warning", timeout=12, markup=False)
+
+    def action_command_palette(self) -> None:
+        """Textual's palette, with a footer of its own (`BbrowsePalette`)."""
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(BbrowsePalette(id="--command-palette"))
+
+    def search_commands(self, commands: Sequence[CommandListItem], placeholder: str = "Search for commands…"):
+        """A list of commands in the palette (profiles, themes), with a footer of its own."""
+        provider = SimpleProvider(self.screen, list(commands))  # an instance, as Textual's own search_commands
+        return self.push_screen(BbrowsePalette(providers=[provider], placeholder=placeholder))  # type: ignore[list-item]
 
     def search_themes(self) -> None:
         """The theme picker ("Change theme…"): every theme, the one in use marked "(current)"."""

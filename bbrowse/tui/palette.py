@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
+from textual import events, on
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Footer
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,16 @@ def _lazy_tab_runner(screen: TabbedScreen, tab_id: str, action: str) -> Callable
         await pane.run_action(action)
 
     return run
+
+
+class BbrowsePalette(CommandPalette):
+    """Textual's command palette with a footer of its own: the footer of the screen behind listed keys that
+    do nothing while the palette is open."""
+
+    @on(events.Mount)
+    async def _palette_footer(self) -> None:
+        await self.mount(Footer())
+        self.refresh_bindings()
 
 
 class BbrowseCommands(Provider):
