@@ -4,10 +4,9 @@ a file log instead."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 from app_support import PaneScreen, wait_for, wait_for_notification
+from conftest import session_area
 
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
@@ -17,10 +16,9 @@ from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.log_view import LogStatus
 
 
-async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_http: httpx.AsyncClient,
-                                                          tmp_path: Path) -> None:
+async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_http: httpx.AsyncClient) -> None:
     session_id = (await compat_http.post("/browsers", json={"timeout_seconds": 300})).json()["session_id"]
-    log = tmp_path / "app.log"
+    log = session_area(compat_service, session_id, "logs") / "app.log"  # a file of the session, as on a VM
     log.write_text("from a file\n")
     app = BbrowseApp(target=Target(ClientConfig(compat_service.url, compat_service.token), "remote"))
     try:

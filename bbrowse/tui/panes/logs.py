@@ -83,23 +83,32 @@ UNAVAILABLE_NOTE = ("This service keeps no supervisor logs (as Kernel's VM): its
                     "Press o and choose a file on the instance.")
 
 
-async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget) -> None:
-    """Stream `target` into `panel` until cancelled, reconnecting with backoff and marking each gap."""
+async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget, *,
+                     read_history: bool = False) -> None:
+    """Stream `target` into `panel` until cancelled, reconnecting with backoff and marking each gap.
+
+    `read_history`: the service has no `tail` (Kernel's VM), so a file's last lines are read with `read_file`
+    first (`Logs.existing`); a line written between that read and the stream's start is missed."""
     view = panel.view
     push = view.push
     attempt = 0
-    connected_once = False
+    connected_once = history_read = False
     lost_at: float | None = None
     panel.connection = "connecting…"
     while True:
         try:
+            if read_history and not connected_once and target.history and target.source is LogSource.PATH:
+                async for event in client.logs.existing(session_id, path=target.name, tail=target.history):
+                    push(event.message, event.timestamp.timestamp())
+                view.flush()
+                read_history, history_read = False, True
             stream = client.logs.stream(
                 session_id,
                 source=target.source,
                 path=target.name if target.source is LogSource.PATH else None,
                 supervisor_process=target.name if target.source is LogSource.SUPERVISOR else None,
                 follow=True,
-                tail=target.history if not connected_once and target.history else None,
+                tail=target.history if not (connected_once or history_read) and target.history else None,
             )
             await _open_showing_live(stream, panel)
             async with stream as events:
@@ -414,9 +423,11 @@ class LogsPane(SessionPane, can_focus=True):
                 return panel
         self._count += 1
         client, session_id = self.client, self.session_id
+        # a service without supervisor logs is Kernel's VM (or --kernel-compat): no `tail` there either
+        read_history = self.supervisor_logs_unavailable
 
         def feed(panel: LogPanel) -> Awaitable[None]:
-            return follow_log(panel, client, session_id, target)
+            return follow_log(panel, client, session_id, target, read_history=read_history)
 
         capacity = self.capacity or settings_of(self).logs.buffer_lines  # [logs] buffer_lines
         panel = LogPanel(target.label, target.slug, feed=feed, capacity=capacity, id=f"log-{self._count}")
