@@ -330,7 +330,9 @@ async def test_a_broken_stream_reconnects_and_marks_the_gap(service, session_id:
             await wait_for(pilot, lambda: "reconnecting" in status(panel))
             append(log, "written while disconnected")
             proxy.up = True
-            await wait_for(pilot, lambda: "● live" in status(panel), timeout=20)
+            # reopened: the gap is marked once the service has answered ("● live" may come before it)
+            await wait_for(pilot, lambda: any(row.startswith("── reconnected after") for row in screen_rows(view))
+                           and "● live" in status(panel), timeout=20)
             rows = screen_rows(view)
             gap = next(row for row in rows if row.startswith("── reconnected after"))
             assert gap.endswith("s; lines may be missing ──")

@@ -191,7 +191,8 @@ async def test_the_app_shows_the_outage_reconnects_and_log_panes_mark_the_gap(
         append(log, "written while the service was down")
 
         restartable.start()
-        await until(pilot, lambda: "● live" in status(panel), "the pane is live again", timeout=30)
+        await until(pilot, lambda: "● live" in status(panel) and any(  # the gap: the service answered again
+            row.startswith("── reconnected after") for row in screen_rows(view)), "the pane is live again", timeout=30)
         await until(pilot, lambda: app.connection_state == "connected", "the app is connected again")
         assert any(title == "Service back" for title, _ in notes), notes
         rows = [row for row in screen_rows(view) if row]

@@ -43,10 +43,11 @@ DEFAULT_HISTORY = 1000
 YIELD_EVERY_EVENTS = 512
 #: Supervised program opened by default, when the session has it.
 DEFAULT_PROGRAM = "chromium"
-#: A stream still without response headers after this long shows as live: Kernel's VM sends them only with
-#: the first event, so a quiet log would otherwise say "connecting…" for as long as it stays quiet. (A
-#: service that answers at once, bbrowse serve, shows live when it has really opened the log.)
-HEADERS_GRACE_SECONDS = 1.0
+#: A stream still without response headers this long after its request shows as live: Kernel's VM sends them
+#: only with the first event, so a quiet log would otherwise say "connecting…" for as long as it stays quiet.
+#: Short, so the pane says it follows at once; long enough that a service that is down (connection refused)
+#: shows "reconnecting", never a blink of live.
+HEADERS_GRACE_SECONDS = 0.2
 
 HINT = "o open · x close · z zoom · / search · n/N next · f filter · w wrap · t time · j json · c copy · ctrl+s save"
 
