@@ -1,8 +1,10 @@
 """The app against `bbrowse serve --kernel-compat` (Kernel's VM where a client must cope), in one flow a
 person would have: a session with a 10 s timeout opened in the app stays alive for 30 s while its shell
 (not activity there) and files are used; `exit 3` shows its code within 2 s though compat sends no exit
-frame and does not close; an empty directory (compat: `null`) shows as empty, a symlink as a link, the
-chmod dialog reads Go's mode string; leaving the session lets go of it.
+frame and does not close, and keys typed past the exit (stdin: 500) are no error; a log pane on a file
+that gets no line (compat: no headers) says it follows at once; an empty directory (compat: `null`) shows
+as empty, a symlink as a link, the chmod dialog reads Go's mode string; leaving the session lets go of it.
+And a shell pane whose session is deleted (compat: a 1001 close) says so, with no error.
 """
 
 from __future__ import annotations
@@ -16,13 +18,22 @@ from app_support import make_app, type_text, wait_for
 from bbrowse.client import BrowserClient, ClientError
 from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.panes.files import FilesPane, PromptInput
+from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.widgets.log_view import LogStatus
+from bbrowse.wire import LogSource
 
 PROMPT = "PROMPT>"
 SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 #: The rule: a session with a 10 s timeout, open in the app for 30 s, is still there.
 TIMEOUT_SECONDS, OPEN_FOR_SECONDS = 10, 30
+#: A log pane goes from "connecting…" to following within this long, headers or not (it took 1 s).
+FOLLOWING_SHOWN_SECONDS = 0.6
+
+
+def error_toasts(app) -> list[str]:
+    return [n.message for n in app._notifications if n.severity == "error"]
 
 
 def screen_text(tab: ShellTab) -> str:
@@ -55,10 +66,32 @@ async def test_a_session_open_in_the_app_stays_alive_and_its_shell_and_files_cop
             await wait_for(pilot, lambda: screen_text(tab).rstrip().endswith(PROMPT), what="prompt")
             await type_text(pilot, "exit 3", then="enter")
             typed = time.monotonic()
-            await wait_for(pilot, lambda: tab.terminal.exited, what="exit shown")
-            assert time.monotonic() - typed < 2.0
+            while not tab.terminal.exited and time.monotonic() - typed < 15:
+                await pilot.press("x")  # keys past the exit (compat: stdin answers 500) until it is seen
+                await pilot.pause(0.02)
+            assert tab.terminal.exited and time.monotonic() - typed < 2.0
             assert tab.terminal.exit_code == 3 and "exited 3" in str(tab.terminal.border_title)
             assert tab.shell.output is not None and tab.shell.output.connection is None
+            assert error_toasts(app) == []  # the refused keys were the exit, not an error
+
+            quiet = f"{base}.log"  # gets no line: compat sends the stream's headers only with its first event
+            await client.fs.write_file(sid, quiet, b"")
+            logs = await screen.open_tab("logs")
+            assert isinstance(logs, LogsPane)
+            panel = await logs.open_log(LogTarget(LogSource.PATH, quiet))
+            shown: dict[str, float] = {}  # what the status line said, and when first seen
+
+            def following() -> bool:
+                text = panel.query_one(LogStatus).text
+                for state in ("connecting…", "● live"):
+                    if state in text:
+                        shown.setdefault(state, time.monotonic())
+                return "● live" in shown
+
+            await wait_for(pilot, following, what="following")
+            assert shown["● live"] - shown.get("connecting…", shown["● live"]) < FOLLOWING_SHOWN_SECONDS
+            await client.processes.exec(sid, "sh", ["-c", f"echo first-line >> {quiet}"])
+            await wait_for(pilot, lambda: "first-line" in panel.view.shown_lines(), what="the first line")
 
             pane = await screen.open_tab("files")
             assert isinstance(pane, FilesPane)
@@ -88,4 +121,30 @@ async def test_a_session_open_in_the_app_stays_alive_and_its_shell_and_files_cop
             await wait_for(pilot, lambda: not keepalive.connected, what="the keep-alive let go")
     finally:
         with contextlib.suppress(ClientError):  # gone already when the test failed on a reaped session
+            await client.sessions.delete(sid)
+
+
+async def test_a_shell_pane_whose_session_is_deleted_says_so(compat_service) -> None:
+    """Compat closes attach sockets with 1001 'browser shutting down' when a session is deleted (as Kernel's
+    VM going away): the pane says the session was deleted, offers no restart, and shows no error."""
+    client = BrowserClient(compat_service.url, compat_service.token)
+    browser = await client.sessions.create(timeout_seconds=600)
+    sid = browser.session_id
+    app = make_app(compat_service, settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    try:
+        async with app.run_test(size=(120, 34)) as pilot:
+            app.push_screen(SessionScreen(browser))
+            await wait_for(pilot, lambda: bool(app.screen.query(ShellTab)), what="shell tab")
+            tab = app.screen.query_one(ShellTab)
+            await wait_for(pilot, lambda: screen_text(tab).rstrip().endswith(PROMPT), what="prompt")
+            await client.sessions.delete(sid)
+            await wait_for(pilot, lambda: tab.gone, what="the pane knows")
+            assert str(tab.terminal.border_title).endswith("session deleted")
+            assert screen_text(tab).rstrip().endswith("the session was deleted — nothing to restart here; "
+                                                      "esc: back to the sessions")
+            assert tab.going_away == "browser shutting down"  # what compat's 1001 said, behind the banner
+            await pilot.pause(0.5)  # a toast is posted a moment after its cause
+            assert [n.message for n in app._notifications] == []  # the service still answers: not "not answering"
+    finally:
+        with contextlib.suppress(ClientError):
             await client.sessions.delete(sid)

@@ -1,6 +1,7 @@
 """The commands against `bbrowse serve --kernel-compat` (Kernel's VM where a client must cope): `bbrowse shell`
 through a real PTY and through a pipe, `bbrowse ls` on an empty directory and a symlink, `bbrowse logs
---no-follow` where a `follow=false` stream never ends."""
+--no-follow` where a `follow=false` stream never ends, keys and resizes refused after the exit, `bbrowse logs
+--follow` keeping a session alive where a log stream is no activity."""
 
 from __future__ import annotations
 

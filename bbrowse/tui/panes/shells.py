@@ -166,8 +166,9 @@ class ShellTab(TabPane):
         self._show_state(f"exited {code}" if code is not None else "ended")
 
     def _error(self, error: BaseException) -> None:
-        if isinstance(error, VmGoingAway):
+        if isinstance(error, VmGoingAway):  # the pane says it; the service itself still answers
             self.going_away = error.reason
+            return
         services(self).report_error(error, "Shell")
 
     @on(TerminalView.RestartRequested)
