@@ -1,8 +1,8 @@
 """The files pane against a real local service (Pilot), and SVG snapshots of the file viewer.
 
-The service runs on this machine, so a test writes files into a temporary directory and browses
-them through the session. The pane is mounted in a TabPane on its own screen, as the session
-screen does.
+A test writes files into a fresh directory of the session (`session_area`: a session's sandbox sees none of
+this machine's directories) and browses them through the session. The pane is mounted in a TabPane on its own
+screen, as the session screen does.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from app_support import (
     wait_for,
     wait_for_notification,
 )
+from conftest import ServiceHandle, session_area
 from PIL import Image as PILImage
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -55,6 +56,12 @@ class Greeter:
 
 
 
+@pytest.fixture
+def area(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the test's session: str() is the path inside, what the pane is asked to show;
+    file operations act on the same files from outside (conftest.session_area)."""
+    return session_area(service, session_id, "files")
+
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
     await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
@@ -84,12 +91,12 @@ def has_colour_other_than(strips, default: Style) -> bool:
 
 
 async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
-    service, http: httpx.AsyncClient, session_id: str, tmp_path: Path,
+    service, http: httpx.AsyncClient, session_id: str, area: Path,
 ) -> None:
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "a.txt").write_bytes(b"hello")
-    (tmp_path / "a.txt").chmod(0o640)
-    (tmp_path / "b.py").write_bytes(PYTHON_SOURCE)
+    (area / "sub").mkdir()
+    (area / "a.txt").write_bytes(b"hello")
+    (area / "a.txt").chmod(0o640)
+    (area / "b.py").write_bytes(PYTHON_SOURCE)
     pwd = (await http.post(f"/browsers/{session_id}/process/exec", json={"command": "pwd"})).json()
     working_directory = base64.b64decode(pwd["stdout_b64"]).decode().strip()
 
@@ -98,9 +105,9 @@ async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
         pane = await open_pane(pilot, app, session_id)
         await wait_for(pilot, lambda: pane.file_tree.root_path == working_directory)
 
-        await go_to(pilot, pane, tmp_path)
+        await go_to(pilot, pane, area)
         await wait_for(pilot, lambda: child_labels(pane) == ["sub/", "a.txt", "b.py"])
-        assert pane.file_tree.root_path == str(tmp_path)
+        assert pane.file_tree.root_path == str(area)
 
         # highlighting a file shows its file_info: size, mode, modification time
         pane.file_tree.focus()
@@ -129,12 +136,12 @@ async def test_go_to_a_missing_path_shows_the_service_error(service, session_id:
         assert isinstance(app.screen, PaneScreen)
 
 
-async def test_a_python_file_opens_highlighted(service, session_id: str, tmp_path: Path) -> None:
-    (tmp_path / "greet.py").write_bytes(PYTHON_SOURCE)
+async def test_a_python_file_opens_highlighted(service, session_id: str, area: Path) -> None:
+    (area / "greet.py").write_bytes(PYTHON_SOURCE)
     app = make_app(service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
-        await go_to(pilot, pane, tmp_path)
+        await go_to(pilot, pane, area)
         await wait_for(pilot, lambda: child_labels(pane) == ["greet.py"])
         pane.file_tree.focus()
         await pilot.press("down", "enter")
@@ -150,8 +157,8 @@ async def test_a_python_file_opens_highlighted(service, session_id: str, tmp_pat
         assert "greet.py" in str(viewer.query_one("#viewer-title").render())
 
 
-async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, tmp_path: Path) -> None:
-    target = tmp_path / "blob.bin"
+async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, area: Path) -> None:
+    target = area / "blob.bin"
     target.write_bytes(bytes(range(256)) * 4)
     app = make_app(service)
     async with app.run_test(size=(140, 36)) as pilot:
@@ -168,10 +175,10 @@ async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, tmp_path
 
 
 async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
-    service, session_id: str, tmp_path: Path, monkeypatch,
+    service, session_id: str, area: Path, tmp_path: Path, monkeypatch,
 ) -> None:
     data = os.urandom(3 * 1024 * 1024 + 7)
-    source = tmp_path / "remote" / "data.bin"
+    source = area / "remote" / "data.bin"
     source.parent.mkdir()
     source.write_bytes(data)
     out = use_downloads_dir(monkeypatch, tmp_path)
@@ -182,6 +189,8 @@ async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, source)
         await wait_for(pilot, lambda: pane.viewer.kind is FileKind.BINARY)
+        # the file gone to is the highlighted one, what `s` saves
+        await wait_for(pilot, lambda: getattr(pane.selected_entry(), "path", None) == str(source))
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
         assert app.screen.query_one("#save-path").value == str(out / "data (1).bin")
@@ -200,19 +209,23 @@ async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
 
 
 def _fds_open_on(pid: int, path: Path) -> int:
+    """How many of the process's descriptors are open on `path`'s file (by device and inode: a descriptor a
+    session's sandbox opened is named by the path inside it)."""
+    target = os.stat(path)
     count = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            count += os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
+        count += (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino)
     return count
 
 
 async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
-    service, session_id: str, tmp_path: Path,
+    service, session_id: str, area: Path,
 ) -> None:
-    big = tmp_path / "big.log"
+    big = area / "big.log"
     line = b"2024-05-01T12:00:00Z INFO request served path=/index.html status=200 bytes=5120\n"
     block = line * (1024 * 1024 // len(line))
     with big.open("wb") as f:
@@ -248,10 +261,10 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
 
 
 async def test_an_image_file_is_drawn_as_an_image(
-    service, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    service, session_id: str, area: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(ENV_IMAGE_RENDERING, "halfcell")
-    target = tmp_path / "picture.bin"  # no extension: recognised by its magic bytes
+    target = area / "picture.bin"  # no extension: recognised by its magic bytes
     PILImage.new("RGB", (64, 32), (200, 30, 30)).save(target, format="PNG")
     app = make_app(service)
     async with app.run_test(size=(140, 36)) as pilot:

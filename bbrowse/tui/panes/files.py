@@ -333,6 +333,7 @@ class FilesPane(SessionPane):
         if info.is_dir:
             self.file_tree.set_root(info.path, info)
         else:
+            self._highlight_later = info.path  # the file opened is the one s, d, R and c then act on
             self.file_tree.set_root(posixpath.dirname(info.path) or "/")
             self._open(info.path, info.size_bytes)
 
