@@ -124,27 +124,43 @@ async def test_a_session_open_in_the_app_stays_alive_and_its_shell_and_files_cop
             await client.sessions.delete(sid)
 
 
-async def test_a_shell_pane_whose_session_is_deleted_says_so(compat_service) -> None:
-    """Compat closes attach sockets with 1001 'browser shutting down' when a session is deleted (as Kernel's
-    VM going away): the pane says the session was deleted, offers no restart, and shows no error."""
-    client = BrowserClient(compat_service.url, compat_service.token)
-    browser = await client.sessions.create(timeout_seconds=600)
-    sid = browser.session_id
-    app = make_app(compat_service, settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+
+async def test_a_shell_pane_says_its_session_was_deleted_or_its_vm_is_going_away(tmp_path) -> None:
+    """Compat closes attach sockets with 1001 'browser shutting down' when a session is deleted and when the
+    service stops (Kernel's VM going away). A deleted session: the pane says so, offers no restart, and
+    no error shows. The VM gone with the session not known to be gone: the pane says the VM is going away
+    and why. (A service of its own: this test stops it.)"""
+    from conftest import start_service, stop_service
+
+    handle = start_service(tmp_path, extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
     try:
+        client = BrowserClient(handle.url, handle.token)
+        deleted = await client.sessions.create(timeout_seconds=600)
+        kept = await client.sessions.create(timeout_seconds=600)
+        app = make_app(handle, settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
         async with app.run_test(size=(120, 34)) as pilot:
-            app.push_screen(SessionScreen(browser))
-            await wait_for(pilot, lambda: bool(app.screen.query(ShellTab)), what="shell tab")
-            tab = app.screen.query_one(ShellTab)
-            await wait_for(pilot, lambda: screen_text(tab).rstrip().endswith(PROMPT), what="prompt")
-            await client.sessions.delete(sid)
-            await wait_for(pilot, lambda: tab.gone, what="the pane knows")
-            assert str(tab.terminal.border_title).endswith("session deleted")
-            assert screen_text(tab).rstrip().endswith("the session was deleted — nothing to restart here; "
-                                                      "esc: back to the sessions")
-            assert tab.going_away == "browser shutting down"  # what compat's 1001 said, behind the banner
+            tabs = []
+            for browser in (deleted, kept):
+                app.push_screen(SessionScreen(browser))
+                await wait_for(pilot, lambda: bool(app.screen.query(ShellTab)), what="shell tab")
+                tab = app.screen.query_one(ShellTab)
+                await wait_for(pilot, lambda tab=tab: screen_text(tab).rstrip().endswith(PROMPT), what="prompt")
+                tabs.append(tab)
+
+            await client.sessions.delete(deleted.session_id)
+            await wait_for(pilot, lambda: tabs[0].gone, what="the pane knows")
+            assert str(tabs[0].terminal.border_title).endswith("session deleted")
+            assert screen_text(tabs[0]).rstrip().endswith("the session was deleted — nothing to restart here; "
+                                                          "esc: back to the sessions")
+            assert tabs[0].going_away == "browser shutting down"  # what compat's 1001 said, behind the banner
             await pilot.pause(0.5)  # a toast is posted a moment after its cause
-            assert [n.message for n in app._notifications] == []  # the service still answers: not "not answering"
+            assert [n.message for n in app._notifications] == []  # the service answers: not "not answering"
+
+            stop_service(handle)
+            await wait_for(pilot, lambda: str(tabs[1].terminal.border_title).endswith("VM going away"),
+                           what="the pane says the VM is going away")
+            assert not tabs[1].gone
+            assert "the session's VM is going away (browser shutting down) — the shell ended with it" \
+                in screen_text(tabs[1])
     finally:
-        with contextlib.suppress(ClientError):
-            await client.sessions.delete(sid)
+        stop_service(handle)
