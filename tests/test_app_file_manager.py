@@ -2,8 +2,9 @@
 new directory, rename/move, delete (asked first, saying what), change mode, download a directory as a
 zip, and a listing that follows changes made on the instance by someone else.
 
-The service runs on this machine, so "the instance" is the test's temporary directory: what the pane did
-is checked on disk, and changes "on the instance" are made by writing there directly.
+"The instance" is a fresh directory of the session (`session_area`: a session's sandbox sees none of this
+machine's directories, so the files uploaded come from the test's tmp_path, the app's side): what the pane
+did is checked on disk through the session's folder, and changes "on the instance" are made by writing there.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from app_support import PaneScreen, accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
+from conftest import ServiceHandle, session_area
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -47,6 +49,13 @@ def test_local_paths_complete_as_a_shell_does(tmp_path: Path) -> None:
 
 
 # the pane against the service ------------------------------------------------------------
+
+
+@pytest.fixture
+def area(service: ServiceHandle, session_id: str) -> Path:
+    """A fresh directory of the test's session: str() is the path inside, what the pane is asked about; file
+    operations act on the same files from outside (conftest.session_area)."""
+    return session_area(service, session_id, "files")
 
 
 async def open_at(pilot, app: BbrowseApp, session_id: str, directory: Path) -> FilesPane:
@@ -90,8 +99,8 @@ def progress_label(pane: FilesPane) -> str:
     return str(pane.query_one("#files-progress-label").render())
 
 
-async def test_upload_a_file_with_completion_and_a_directory_with_progress(service, session_id, tmp_path) -> None:
-    remote = tmp_path / "remote"
+async def test_upload_a_file_with_completion_and_a_directory_with_progress(service, session_id, area, tmp_path) -> None:
+    remote = area / "remote"
     remote.mkdir()
     local = tmp_path / "local"
     local.mkdir()
@@ -143,8 +152,8 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
         await wait_for(pilot, lambda: not pane.query_one("#files-prompt").has_class("open"))
 
 
-async def test_new_directory_rename_move_mode_and_delete(service, session_id, tmp_path) -> None:
-    remote = tmp_path / "remote"
+async def test_new_directory_rename_move_mode_and_delete(service, session_id, area) -> None:
+    remote = area / "remote"
     remote.mkdir()
     (remote / "a.txt").write_text("a")
     (remote / "b.txt").write_text("b")
@@ -211,8 +220,8 @@ async def test_new_directory_rename_move_mode_and_delete(service, session_id, tm
         await wait_for(pilot, lambda: "made/" not in labels(pane))
 
 
-async def test_download_a_directory_as_a_zip(service, session_id, tmp_path, monkeypatch) -> None:
-    remote = tmp_path / "remote"
+async def test_download_a_directory_as_a_zip(service, session_id, area, tmp_path, monkeypatch) -> None:
+    remote = area / "remote"
     (remote / "site" / "css").mkdir(parents=True)
     (remote / "site" / "index.html").write_text("<h1>hi</h1>")
     (remote / "site" / "css" / "main.css").write_text("body{}")
@@ -232,8 +241,8 @@ async def test_download_a_directory_as_a_zip(service, session_id, tmp_path, monk
         assert "Saved" in progress_label(pane) and str(pane.last_saved) in progress_label(pane)
 
 
-async def test_the_listing_follows_changes_made_on_the_instance(service, session_id, tmp_path) -> None:
-    remote = tmp_path / "remote"
+async def test_the_listing_follows_changes_made_on_the_instance(service, session_id, area) -> None:
+    remote = area / "remote"
     (remote / "sub").mkdir(parents=True)
     (remote / "sub" / "inner.txt").write_text("x")
     (remote / "keep.txt").write_text("x")
@@ -262,20 +271,20 @@ async def test_the_listing_follows_changes_made_on_the_instance(service, session
 
 @pytest.mark.parametrize("gone", ["*", "RemoteFileTree", "#files-info"])
 async def test_a_reply_that_comes_while_the_pane_is_taken_apart_draws_nothing(
-    service, session_id, tmp_path, gone: str
+    service, session_id, area, gone: str
 ) -> None:
     """At exit (or when the session screen closes) the pane can still be attached after some or all of its
     children have gone; a file's details arriving then looked for the missing tree and failed the app."""
-    (tmp_path / "a.txt").write_text("x")
+    (area / "a.txt").write_text("x")
     app = make_app(service)
     async with app.run_test(size=(120, 30)) as pilot:
-        pane = await open_at(pilot, app, session_id, tmp_path)
+        pane = await open_at(pilot, app, session_id, area)
         if gone == "*":
             await pane.remove_children()
         else:
             await pane.query_one(gone).remove()
         await pilot.pause()
         for start in (pane._fetch_info, pane._go):  # each worker cancels the one before in its group: one at a time
-            for path in (tmp_path / "a.txt", tmp_path / "missing"):
+            for path in (area / "a.txt", area / "missing"):
                 await start(str(path)).wait()
     # leaving the block raises a worker's failure, if any
