@@ -1,7 +1,7 @@
 """The Events tab against a real service and Chromium: a page's console error and failed request show up live,
 stand out, filter by category and by regex, follow and pause, details (a request's headers, an exception's
 stack), `c` copies the event as JSON, `v` shows the replay's frame at the event and `.` steps a frame; a
-deleted session's kept events still show in the pane."""
+deleted session, listed with `a` on the sessions table, opens read-only and its kept events still show."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import shutil
 
 import httpx
 import pytest
-from app_support import PaneScreen, make_app, wait_for
+from app_support import make_app, wait_for
+from textual.widgets import DataTable
 
 from bbrowse.tui.panes.events import EventList, EventsPane
-from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.screens.session import EndedPane, SessionScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.wire import Browser
 from tests.browser_page import PageProbe
 from tests.browser_support import needs_chromium
@@ -92,11 +94,35 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             await wait_for(pilot, lambda: str(status.render()) != at, what="a frame on")
 
         await http.delete(f"/browsers/{browser.session_id}")
-        async with make_app(service).run_test(size=(100, 30)) as pilot:
-            pane = EventsPane(browser.session_id)  # the app leaves an ended session's screen: the pane alone
-            await pilot.app.push_screen(PaneScreen(pane, "Events", "events"))
+        app = make_app(service)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded,
+                           what="the sessions table")
+            table = app.screen.query_one(DataTable)
+            assert browser.session_id not in table.rows  # active sessions only
+            await pilot.press("a")  # ended sessions too
+            await wait_for(pilot, lambda: browser.session_id in table.rows, what="the deleted session listed")
+            table.move_cursor(row=table.get_row_index(browser.session_id))
+            assert "deleted" in str(table.get_cell(browser.session_id, "state"))
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen), what="its session screen")
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.tabbed.active == "replays" and screen.query("ReplaysPane"),
+                           what="read-only: on its replays")
+            await pilot.press("6")
+            await wait_for(pilot, lambda: bool(screen.query(EventsPane)), what="events pane")
+            pane = screen.query_one(EventsPane)
             await wait_for(pilot, lambda: pane.ended is not None and len(pane.events) > 5,
                            what="a deleted session's kept events")
             assert any(e.event.type == "console_error" for e in pane.events) and "ended" in pane.ended
+            await pilot.press("1")  # no shell on an ended session: a line saying so; nothing kept alive
+            await wait_for(pilot, lambda: screen.query_one("#shells").query(EndedPane), what="shells tab")
+            assert not screen.query("ShellsPane") and screen._keepalive is None
+            app.session_ended(browser.session_id)  # what the app's watch would say of a session gone
+            await pilot.pause()
+            assert app.screen is screen and not any("has ended" in n.message for n in app._notifications)
+            await pilot.press("5", "r")  # no recording on an ended session: the refusal is said, not swallowed
+            await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications),
+                           what="the refusal shown")
     finally:
         await http.delete(f"/browsers/{browser.session_id}")

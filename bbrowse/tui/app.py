@@ -378,8 +378,8 @@ class BbrowseApp(App):
         if not isinstance(error, SessionGone):
             return None
         for screen in self.screen_stack:
-            if isinstance(screen, SessionScreen) and screen.session_id in url:
-                return screen.session_id
+            if isinstance(screen, SessionScreen) and screen.session_id in url and not screen.ended:
+                return screen.session_id  # (on an ended one's read-only screen, a refusal is shown as such)
         return None
 
     def session_ended(self, session_id: str) -> None:
@@ -388,8 +388,10 @@ class BbrowseApp(App):
 
         if session_id in self._ended_sessions:
             return
-        self._ended_sessions.add(session_id)
         screens = [s for s in self.screen_stack if isinstance(s, SessionScreen) and s.session_id == session_id]
+        if screens and all(s.ended for s in screens):
+            return  # opened read-only on an ended session: no news, it stays (and its refusals are shown)
+        self._ended_sessions.add(session_id)
         if not screens:
             return
         name = screens[0].browser.name or session_id
@@ -417,7 +419,7 @@ class BbrowseApp(App):
         """Whether the session shown still runs: a timed-out or deleted session is said at once, not found
         later as scattered errors of its tabs."""
         screen = self._shown_session_screen()
-        if screen is None or self.client is None:
+        if screen is None or self.client is None or screen.ended:
             self._session_watch.done()
             return
         session_id = screen.session_id

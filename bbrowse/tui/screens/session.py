@@ -23,7 +23,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import TabbedContent, TabPane, Tabs
+from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from bbrowse.client import KeepAlive
 from bbrowse.tui.app_services import services
@@ -54,6 +54,21 @@ TABS: tuple[tuple[str, str, PaneFactory], ...] = (
 
 #: The tab whose home is the tab bar: its pane is a terminal, where keys would go to the program.
 TERMINAL_TABS = frozenset({"shells"})
+#: The tabs an ended (deleted) session still has: the service keeps its replays and events.
+KEPT_TABS = ("replays", "events")
+
+
+class EndedPane(SessionPane):
+    """In place of a tab that needs a live session, on an ended session's screen: one line saying so."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("The session has ended: its shells, logs, files and browser are gone. "
+                     "Its replays (5) and events (6) are kept.", classes="ended-line", markup=False)
+
+    def focus_default(self) -> None:
+        screen = self.screen
+        if isinstance(screen, SessionScreen):
+            screen.tab_bar.focus()
 
 
 class SessionScreen(BbrowseScreen):
@@ -76,6 +91,10 @@ class SessionScreen(BbrowseScreen):
         self.browser = browser
         self.initial_tab = initial_tab
         self._factories = {tab_id: (panes or {}).get(tab_id, factory) for tab_id, _, factory in TABS}
+        if self.ended:  # read-only: what the service keeps after the session ended
+            self._factories.update({tab_id: EndedPane for tab_id, _, _ in TABS if tab_id not in KEPT_TABS})
+            if initial_tab not in KEPT_TABS:
+                self.initial_tab = KEPT_TABS[0]
         #: The widget that last had the focus in each tab, given back when the tab is shown again.
         self._focus_in_tab: dict[str, Widget] = {}
         #: Set by the number keys: the next shown tab takes the keyboard even from the tab bar.
@@ -88,10 +107,14 @@ class SessionScreen(BbrowseScreen):
     def session_id(self) -> str:
         return self.browser.session_id
 
+    @property
+    def ended(self) -> bool:
+        """Opened on an ended (deleted) session: read-only, its replays and events only."""
+        return self.browser.deleted_at is not None
+
     def crumbs(self) -> tuple[str, ...]:
-        if self.browser.name:
-            return ("Sessions", f"{self.browser.name} ({self.browser.session_id})")
-        return ("Sessions", self.browser.session_id)
+        name = f"{self.browser.name} ({self.browser.session_id})" if self.browser.name else self.browser.session_id
+        return ("Sessions", f"{name} · ended" if self.ended else name)
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -112,8 +135,9 @@ class SessionScreen(BbrowseScreen):
     async def on_mount(self) -> None:
         # A CDP connection held while the session is shown: on Kernel only CDP, live-view and computer
         # calls are activity, so a person in its shell or files would otherwise see it reaped.
-        self._keepalive = KeepAlive(services(self).connected_client(), self.session_id)
-        self._keepalive.start()
+        if not self.ended:  # an ended session has nothing to keep alive
+            self._keepalive = KeepAlive(services(self).connected_client(), self.session_id)
+            self._keepalive.start()
         await self._show(self.initial_tab, focus_pane=self.initial_tab not in TERMINAL_TABS)
 
     async def on_unmount(self) -> None:

@@ -27,7 +27,7 @@ from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.widgets.footer import BbrowseFooter
-from bbrowse.wire import Browser
+from bbrowse.wire import Browser, SessionStatusFilter
 
 REFRESH_SECONDS = 2.0
 #: The longest wait between two refreshes while nothing changes.
@@ -46,14 +46,17 @@ def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, st
     ellipsis when its column is narrowed."""
     created = f"{relative_time(browser.created_at, now)}  {absolute_time(browser.created_at)}"
     state = Text("deleted", style="red") if browser.deleted_at else Text("active", style="green")
-    cells: dict[str, str | Text] = {
+    cells: dict[str, Text] = {
         "name": Text(browser.name or "—"),
         "id": Text(browser.session_id),
-        "created": created,
-        "headless": "yes" if browser.headless else "no",
-        "timeout": duration(browser.timeout_seconds),
+        "created": Text(created),
+        "headless": Text("yes" if browser.headless else "no"),
+        "timeout": Text(duration(browser.timeout_seconds)),
         "state": state,
     }
+    if browser.deleted_at:  # an ended session (listed with `a`): dimmed
+        for cell in cells.values():
+            cell.stylize("dim")
     return {key: ellipsized(value) for key, value in cells.items()}
 
 
@@ -77,6 +80,7 @@ class SessionsScreen(BbrowseScreen):
         Binding("d", "delete", "Delete", id="sessions.delete"),
         Binding("enter", "open", "Open", id="sessions.open", show=True),
         Binding("slash", "filter", "Filter", id="sessions.filter"),
+        Binding("a", "toggle_ended", "Show ended", id="sessions.show_ended"),
         # not in the footer (it is refreshed while shown; at 80 columns the footer has no room for it)
         Binding("r", "refresh", "Refresh", id="sessions.refresh", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="sessions.clear_filter", show=False),
@@ -104,6 +108,8 @@ class SessionsScreen(BbrowseScreen):
         self._deleted_here: set[str] = set()
         #: When the table last matched the service (shown while the service does not answer).
         self._fresh_at: datetime | None = None
+        #: Ended (deleted) sessions are listed too (`a`): their replays and events are kept.
+        self.show_ended = False
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -157,7 +163,8 @@ class SessionsScreen(BbrowseScreen):
     async def refresh_sessions(self) -> None:
         app = services(self)
         try:
-            browsers = [b async for b in app.connected_client().sessions.list(page_size=100)]
+            status = SessionStatusFilter.ALL if self.show_ended else None
+            browsers = [b async for b in app.connected_client().sessions.list(page_size=100, status=status)]
         except ClientError as error:
             self._poller.done(error=error)
             app.report_error(error, "Could not list sessions")
@@ -279,6 +286,15 @@ class SessionsScreen(BbrowseScreen):
     def action_refresh(self) -> None:
         self._poller.poke()
 
+    def action_toggle_ended(self) -> None:
+        """List ended sessions too, or active ones only again (the ended leaving the list are no news)."""
+        self.show_ended = not self.show_ended
+        self._loaded = False
+        self.notify("Showing ended sessions too" if self.show_ended else "Showing active sessions only",
+                    timeout=3)
+        if self._live:
+            self._poller.poke()
+
     @on(DataTable.RowSelected)
     def _row_selected(self) -> None:
         self.action_open()
@@ -289,8 +305,8 @@ class SessionsScreen(BbrowseScreen):
         from bbrowse.tui.screens.session import SessionScreen
 
         browser = self.selected()
-        if browser is None or browser.deleted_at or self._opening:
-            return
+        if browser is None or self._opening:
+            return  # an ended session opens too: read-only, its replays and events (SessionScreen)
         # enter reaches both the screen's binding and the table's RowSelected when focus is between them:
         # one session screen, not two stacked
         self._opening = True
@@ -312,7 +328,7 @@ class SessionsScreen(BbrowseScreen):
 
     def action_delete(self) -> None:
         browser = self.selected()
-        if browser is None:
+        if browser is None or browser.deleted_at:
             return
         label = browser.name or browser.session_id
 
