@@ -268,7 +268,7 @@ async def test_several_shells_at_once(service, default_browser) -> None:
         await type_line(pilot, "echo who=${WHO:-nobody}")
         await wait_for(pilot, lambda: "who=nobody" in screen_text(second), what="separate shell")
         assert first.shell.process_id != second.shell.process_id and first.shell.running
-        await app.screen.query_one("ShellsPane").action_close_shell()
+        app.screen.query_one("ShellsPane").action_close_shell()  # idle at its prompt: closed without asking
         await wait_for(pilot, lambda: len(app.screen.query(ShellTab)) == 1, what="shell closed")
 
 
