@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import secrets
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 from app_support import make_app, type_text, wait_for
+from conftest import session_area
 
 from bbrowse.client import BrowserClient
 from bbrowse.config import ShellSettings, defaults
@@ -131,6 +134,12 @@ async def test_pty_size_follows_the_pane(target) -> None:
         await wait_for(pilot, lambda: f"\n{new_cols}\n" in screen_text(tab) + "\n", what="tput cols")
 
 
+def page_in(service, browser: Browser) -> Path:
+    """A file for a pager or an editor, in a fresh directory of the (module's) session: str() is the path the
+    shell is given, writing acts on the same file from outside (a sandboxed session sees no tmp_path)."""
+    return session_area(service, browser.session_id, f"t-{secrets.token_hex(4)}") / "page.txt"
+
+
 def drop_attach(service, tab: ShellTab) -> None:
     """The service drops the pane's attach connection (its end shut down: no close frame)."""
     from socket_drop import DropUnsupportedError, drop_connections
@@ -143,11 +152,11 @@ def drop_attach(service, tab: ShellTab) -> None:
 
 
 @pytest.mark.parametrize("editor", ["vim", "less"])
-async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach(target, editor, tmp_path) -> None:
+async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach(target, editor) -> None:
     service, browser, _ = target
     if shutil.which(editor) is None:
         pytest.skip(f"{editor} is not installed")
-    page = tmp_path / "page.txt"
+    page = page_in(service, browser)
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
@@ -219,8 +228,8 @@ async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(servic
             writer.close()
 
 
-async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser, tmp_path) -> None:
-    page = tmp_path / "page.txt"
+async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser) -> None:
+    page = page_in(service, default_browser)
     page.write_text("".join(f"alt-screen line {i}\n" for i in range(200)))
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
