@@ -495,8 +495,11 @@ class LogsPane(SessionPane, can_focus=True):
 
     def focus_default(self) -> None:
         """Give the focus to the active pane's lines, or to this pane while none is open."""
-        if self.current is not None:
-            self.current.focus_view()
-        else:
+        current = self.current
+        if current is None:
             self.focus()
+        elif current.query(LogView):
+            current.focus_view()
+        else:  # mounted a moment ago, its lines not composed yet
+            self.call_after_refresh(current.focus_view)
 
