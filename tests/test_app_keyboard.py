@@ -7,6 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from app_support import make_app, type_text, wait_for
+from conftest import session_area
 from textual.widgets import DataTable, Tree
 
 from bbrowse.tui.panes.files import FilesPane
@@ -119,9 +120,10 @@ async def test_ctrl_right_bracket_leaves_the_terminal_and_esc_reaches_the_progra
         assert "terminal.leave" in bindings
 
 
-async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, session_id: str, tmp_path) -> None:
-    (tmp_path / "a.txt").write_text("".join(f"line {i}\n" for i in range(300)))
-    (tmp_path / "b.txt").write_text("bee\n")
+async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, session_id: str) -> None:
+    area = session_area(service, session_id, "files")  # the session's sandbox sees no tmp_path
+    (area / "a.txt").write_text("".join(f"line {i}\n" for i in range(300)))
+    (area / "b.txt").write_text("bee\n")
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers) as http:
         browser = Browser.model_validate((await http.get(f"/browsers/{session_id}")).json())
     app = make_app(service)
@@ -133,13 +135,13 @@ async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, se
         tree = pane.query_one(Tree)
         await wait_for(pilot, lambda: tree.has_focus)
         await pilot.press("g")
-        await type_text(pilot, str(tmp_path), then="enter")
-        await wait_for(pilot, lambda: tree.root_path == str(tmp_path) and tree.has_focus and any(
+        await type_text(pilot, str(area), then="enter")
+        await wait_for(pilot, lambda: tree.root_path == str(area) and tree.has_focus and any(
             str(node.label).endswith("a.txt") for node in tree.root.children))
         while not str(tree.cursor_node.label).endswith("a.txt"):
             await pilot.press("down")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: pane.viewer.path == str(tmp_path / "a.txt"))
+        await wait_for(pilot, lambda: pane.viewer.path == str(area / "a.txt"))
         assert tree.has_focus  # the arrows still move in the tree
         await pilot.press("down")
         assert str(tree.cursor_node.label).endswith("b.txt")
