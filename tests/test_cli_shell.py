@@ -13,6 +13,7 @@ import time
 
 import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from conftest import session_area
 
 #: Output of `stty size` on its own line: "ROWS COLS".
 SIZE_LINE = rb"[\r\n](\d+) (\d+)\r\n"
@@ -248,13 +249,12 @@ WIDE_LINE_DRAWN_WHOLE = rb"W{119}Z\r\n"
 
 
 @pytest.mark.parametrize("editor", ["vim", "less"])
-def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compat_service, compat_session, editor,
-                                                                          tmp_path):
+def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compat_service, compat_session, editor):
     """Kernel's VM gives a PTY's output only over attach: all of it must come that way, survive the
     service dropping the connection (the editor repaints), and end with the remote exit status."""
     if shutil.which(editor) is None:
         pytest.skip(f"{editor} is not installed")
-    page = tmp_path / "page.txt"
+    page = session_area(compat_service, compat_session, f"page-{editor}") / "page.txt"  # the sandbox sees no tmp_path
     page.write_text(WIDE_LINE + "".join(f"page line {i}\n" for i in range(200)))
     term = shell_in_pty(compat_service, compat_session, rows=30, cols=100, command=PROMPT_SHELL)
     try:
