@@ -1,18 +1,28 @@
 """`bbrowse put`, `rm-file`, `mkdir`, `mv`, `chmod`, `zip` against a real service, run as a user runs them.
 
-The local service's sessions share this machine's filesystem, so what a command did on "the instance"
-is checked on disk under the test's own temporary directory.
+"The instance" is a fresh directory of the module's session (`session_area`: a session's sandbox sees none of
+this machine's directories), checked on disk through the session's folder; local files stay in tmp_path.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import secrets
 import stat
 import zipfile
 from pathlib import Path
 
+import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from conftest import session_area
+
+
+@pytest.fixture
+def remote(service, module_session_id) -> Path:
+    """A fresh directory of the module's session: str() is the path inside, what a command is given; file
+    operations act on the same files from outside (conftest.session_area)."""
+    return session_area(service, module_session_id, f"t-{secrets.token_hex(4)}")
 
 
 def printed(result) -> list[str]:
@@ -35,11 +45,11 @@ def make_tree(root: Path) -> Path:
 # put ---------------------------------------------------------------------------------
 
 
-def test_put_a_file_makes_parents_keeps_the_mode_and_prints_the_path(service, module_session_id, tmp_path):
+def test_put_a_file_makes_parents_keeps_the_mode_and_prints_the_path(service, module_session_id, tmp_path, remote):
     local = tmp_path / "report.bin"
     local.write_bytes(os.urandom(300_000))
     local.chmod(0o700)
-    target = tmp_path / "remote" / "deep" / "report.bin"
+    target = remote / "deep" / "report.bin"
     assert printed(bb(service, "put", module_session_id, str(local), str(target))) == [str(target)]
     assert target.read_bytes() == local.read_bytes()
     assert stat.S_IMODE(target.stat().st_mode) == 0o700
@@ -49,21 +59,21 @@ def test_put_a_file_makes_parents_keeps_the_mode_and_prints_the_path(service, mo
     assert target.read_bytes() == b"second version"
 
 
-def test_put_into_a_directory_as_cp_does(service, module_session_id, tmp_path):
+def test_put_into_a_directory_as_cp_does(service, module_session_id, tmp_path, remote):
     local = tmp_path / "notes.txt"
     local.write_text("notes")
-    existing = tmp_path / "existing"
+    existing = remote / "existing"
     existing.mkdir()
     assert printed(bb(service, "put", module_session_id, str(local), str(existing))) == [str(existing / "notes.txt")]
     assert (existing / "notes.txt").read_text() == "notes"
-    fresh = tmp_path / "fresh"  # a trailing slash: inside it, made for it
+    fresh = remote / "fresh"  # a trailing slash: inside it, made for it
     assert printed(bb(service, "put", module_session_id, str(local), f"{fresh}/")) == [str(fresh / "notes.txt")]
     assert (fresh / "notes.txt").read_text() == "notes"
 
 
-def test_put_a_directory_with_empty_dirs_and_executables(service, module_session_id, tmp_path):
+def test_put_a_directory_with_empty_dirs_and_executables(service, module_session_id, tmp_path, remote):
     site = make_tree(tmp_path / "local")
-    target = tmp_path / "srv" / "site"
+    target = remote / "srv" / "site"
     assert printed(bb(service, "put", module_session_id, str(site), str(target))) == [str(target)]
     assert (target / "index.html").read_text() == "<h1>hi</h1>"
     assert (target / "css" / "main.css").read_bytes() == b"body{}" * 1000
@@ -71,26 +81,26 @@ def test_put_a_directory_with_empty_dirs_and_executables(service, module_session
     assert stat.S_IMODE((target / "run.sh").stat().st_mode) == 0o750
     # again, into the parent that now exists: lands as srv/site (the same place), content replaced
     (site / "index.html").write_text("<h1>v2</h1>")
-    assert printed(bb(service, "put", module_session_id, str(site), str(tmp_path / "srv"))) == [str(target)]
+    assert printed(bb(service, "put", module_session_id, str(site), str(remote / "srv"))) == [str(target)]
     assert (target / "index.html").read_text() == "<h1>v2</h1>"
 
 
-def test_put_errors(service, module_session_id, tmp_path):
+def test_put_errors(service, module_session_id, tmp_path, remote):
     local = tmp_path / "a.txt"
     local.write_text("a")
-    missing = bb(service, "put", module_session_id, str(tmp_path / "nope"), str(tmp_path / "x"))
+    missing = bb(service, "put", module_session_id, str(tmp_path / "nope"), str(remote / "x"))
     assert "does not exist" in assert_one_line_error(missing, "usage", exit_code=2)
     relative = bb(service, "put", module_session_id, str(local), "relative/a.txt")
     assert "path" in assert_one_line_error(relative, "bad_request", 400)
-    blocker = tmp_path / "blocker"
+    blocker = remote / "blocker"
     blocker.write_text("a file where a directory should be")
     assert_one_line_error(bb(service, "put", module_session_id, str(local), str(blocker / "a.txt")), "conflict", 409)
 
 
-def test_put_shows_a_progress_bar_on_a_terminal(service, module_session_id, tmp_path):
+def test_put_shows_a_progress_bar_on_a_terminal(service, module_session_id, tmp_path, remote):
     local = tmp_path / "big.bin"
     local.write_bytes(os.urandom(8 * 1024 * 1024))
-    target = tmp_path / "big-remote.bin"
+    target = remote / "big-remote.bin"
     proc = PtyProcess([*BBROWSE, "put", module_session_id, str(local), str(target)], cli_env(service), cols=120)
     try:
         proc.expect(rb"big\.bin \xe2\x86\x92 ")  # the bar's description: "big.bin → <target>"
@@ -104,12 +114,12 @@ def test_put_shows_a_progress_bar_on_a_terminal(service, module_session_id, tmp_
 # rm-file, mkdir, mv, chmod -------------------------------------------------------------
 
 
-def test_rm_file_deletes_files_and_directories_only_with_r(service, module_session_id, tmp_path):
-    one, two = tmp_path / "one.txt", tmp_path / "two.txt"
+def test_rm_file_deletes_files_and_directories_only_with_r(service, module_session_id, remote):
+    one, two = remote / "one.txt", remote / "two.txt"
     one.write_text("1")
     two.write_text("2")
-    folder = make_tree(tmp_path / "tree")
-    result = bb(service, "rm-file", module_session_id, str(one), str(tmp_path / "missing"), str(two))
+    folder = make_tree(remote / "tree")
+    result = bb(service, "rm-file", module_session_id, str(one), str(remote / "missing"), str(two))
     assert result.returncode == 1
     assert result.stdout.decode().split() == [str(one), str(two)]  # the others still deleted
     assert "missing" in assert_one_line_error(result, "not_found", 404)
@@ -122,19 +132,19 @@ def test_rm_file_deletes_files_and_directories_only_with_r(service, module_sessi
     assert not folder.exists()
 
 
-def test_mkdir_with_parents_and_mode(service, module_session_id, tmp_path):
-    target = tmp_path / "a" / "b" / "c"
+def test_mkdir_with_parents_and_mode(service, module_session_id, remote):
+    target = remote / "a" / "b" / "c"
     assert printed(bb(service, "mkdir", module_session_id, str(target), "--mode", "700")) == []
     assert target.is_dir() and stat.S_IMODE(target.stat().st_mode) == 0o700
     assert printed(bb(service, "mkdir", module_session_id, str(target))) == []  # already there: fine
-    bad = bb(service, "mkdir", module_session_id, str(tmp_path / "d"), "--mode", "rwx")
+    bad = bb(service, "mkdir", module_session_id, str(remote / "d"), "--mode", "rwx")
     assert "octal" in assert_one_line_error(bad, "usage", exit_code=2)
-    (tmp_path / "file").write_text("x")
-    assert_one_line_error(bb(service, "mkdir", module_session_id, str(tmp_path / "file")), "conflict", 409)
+    (remote / "file").write_text("x")
+    assert_one_line_error(bb(service, "mkdir", module_session_id, str(remote / "file")), "conflict", 409)
 
 
-def test_mv_renames_and_refuses_to_overwrite_unless_forced(service, module_session_id, tmp_path):
-    src, dst = tmp_path / "src.txt", tmp_path / "dst.txt"
+def test_mv_renames_and_refuses_to_overwrite_unless_forced(service, module_session_id, remote):
+    src, dst = remote / "src.txt", remote / "dst.txt"
     src.write_text("new")
     dst.write_text("old")
     refused = bb(service, "mv", module_session_id, str(src), str(dst))
@@ -142,13 +152,13 @@ def test_mv_renames_and_refuses_to_overwrite_unless_forced(service, module_sessi
     assert src.read_text() == "new" and dst.read_text() == "old"
     assert printed(bb(service, "mv", module_session_id, str(src), str(dst), "--force")) == []
     assert not src.exists() and dst.read_text() == "new"
-    assert printed(bb(service, "mv", module_session_id, str(dst), str(tmp_path / "moved.txt"))) == []
-    assert (tmp_path / "moved.txt").read_text() == "new" and not dst.exists()
-    assert_one_line_error(bb(service, "mv", module_session_id, str(tmp_path / "gone"), str(src)), "not_found", 404)
+    assert printed(bb(service, "mv", module_session_id, str(dst), str(remote / "moved.txt"))) == []
+    assert (remote / "moved.txt").read_text() == "new" and not dst.exists()
+    assert_one_line_error(bb(service, "mv", module_session_id, str(remote / "gone"), str(src)), "not_found", 404)
 
 
-def test_chmod(service, module_session_id, tmp_path):
-    target = tmp_path / "run.sh"
+def test_chmod(service, module_session_id, remote):
+    target = remote / "run.sh"
     target.write_text("#!/bin/sh\n")
     assert printed(bb(service, "chmod", module_session_id, "755", str(target))) == []
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
@@ -158,8 +168,8 @@ def test_chmod(service, module_session_id, tmp_path):
 # zip -----------------------------------------------------------------------------------
 
 
-def test_zip_to_a_file_to_stdout_and_by_default_here(service, module_session_id, tmp_path):
-    site = make_tree(tmp_path / "remote")
+def test_zip_to_a_file_to_stdout_and_by_default_here(service, module_session_id, tmp_path, remote):
+    site = make_tree(remote)
     out = tmp_path / "out.zip"
     assert printed(bb(service, "zip", module_session_id, str(site), "-o", str(out))) == [str(out)]
     with zipfile.ZipFile(out) as archive:
@@ -176,7 +186,7 @@ def test_zip_to_a_file_to_stdout_and_by_default_here(service, module_session_id,
     default = bb(service, "zip", module_session_id, str(site), cwd=here)
     assert printed(default) == ["site.zip"] and zipfile.is_zipfile(here / "site.zip")
 
-    assert_one_line_error(bb(service, "zip", module_session_id, str(tmp_path / "none"), "-o", str(out)),
+    assert_one_line_error(bb(service, "zip", module_session_id, str(remote / "none"), "-o", str(out)),
                           "not_found", 404)
     assert zipfile.is_zipfile(out)  # a failed zip leaves the earlier file alone
     no_dir = bb(service, "zip", module_session_id, str(site), "-o", str(tmp_path / "no" / "such" / "x.zip"))
