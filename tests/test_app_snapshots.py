@@ -109,7 +109,8 @@ class SessionApp(FixedSessionsApp):
 
     def on_mount(self, event: events.Mount) -> None:
         super().on_mount(event)
-        self.push_screen(SessionScreen(fixed_browsers()[0], initial_tab="logs", panes={"logs": FixedLogsPane}))
+        self.push_screen(SessionScreen(fixed_browsers()[0], initial_tab="logs", panes={"logs": FixedLogsPane},
+                                       keep_alive=False))
 
 
 @pytest.mark.parametrize("size", SIZES)

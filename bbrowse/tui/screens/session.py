@@ -85,8 +85,9 @@ class SessionScreen(BbrowseScreen):
     ]
 
     def __init__(self, browser: Browser, initial_tab: str = "shells", *,
-                 panes: Mapping[str, PaneFactory] | None = None) -> None:
-        """`panes` replaces some tabs' pane factories (fixed content for snapshots)."""
+                 panes: Mapping[str, PaneFactory] | None = None, keep_alive: bool = True) -> None:
+        """`panes` replaces some tabs' pane factories and `keep_alive=False` holds no CDP connection (fixed
+        content for snapshots, with no service)."""
         super().__init__()
         self.browser = browser
         self.initial_tab = initial_tab
@@ -102,6 +103,7 @@ class SessionScreen(BbrowseScreen):
         #: The tab shown last (TabbedContent also announces the initial tab, which on_mount shows).
         self._current_tab: str | None = None
         self._keepalive: KeepAlive | None = None
+        self._keep_alive = keep_alive and not self.ended  # an ended session has nothing to keep alive
 
     @property
     def session_id(self) -> str:
@@ -135,7 +137,7 @@ class SessionScreen(BbrowseScreen):
     async def on_mount(self) -> None:
         # A CDP connection held while the session is shown: on Kernel only CDP, live-view and computer
         # calls are activity, so a person in its shell or files would otherwise see it reaped.
-        if not self.ended:  # an ended session has nothing to keep alive
+        if self._keep_alive:
             self._keepalive = KeepAlive(services(self).connected_client(), self.session_id)
             self._keepalive.start()
         await self._show(self.initial_tab, focus_pane=self.initial_tab not in TERMINAL_TABS)
