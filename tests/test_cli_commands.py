@@ -10,7 +10,16 @@ import shlex
 import subprocess
 import time
 
+import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from conftest import session_area
+
+
+@pytest.fixture
+def area(service, session_id):
+    """A fresh directory of the test's session (a session's sandbox sees no tmp_path): str() is the path inside,
+    what a command is given; file operations act on the same files from outside (conftest.session_area)."""
+    return session_area(service, session_id, "files")
 
 # sessions, new, rm --------------------------------------------------------------
 
@@ -98,12 +107,12 @@ def test_exec_keeps_streams_apart_and_propagates_the_exit_code(service, session_
     assert result.stderr == b"err1\n"
 
 
-def test_exec_success_cwd_env_and_options_after_the_id(service, session_id, tmp_path):
-    result = bb(service, "exec", session_id, "--cwd", str(tmp_path), "-e", "GREETING=hi there", "--",
+def test_exec_success_cwd_env_and_options_after_the_id(service, session_id, area):
+    result = bb(service, "exec", session_id, "--cwd", str(area), "-e", "GREETING=hi there", "--",
                 "sh", "-c", 'echo "$PWD|$GREETING"')
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{tmp_path}|hi there\n".encode()
-    dashed = bb(service, "exec", session_id, "ls", "-a", str(tmp_path))  # `-a` belongs to ls
+    assert result.stdout == f"{area}|hi there\n".encode()
+    dashed = bb(service, "exec", session_id, "ls", "-a", str(area))  # `-a` belongs to ls
     assert dashed.returncode == 0 and b".." in dashed.stdout.split()
 
 
@@ -126,9 +135,9 @@ def test_exec_errors_are_one_line(service, session_id):
 # cat, ls -------------------------------------------------------------------------
 
 
-def test_cat_is_byte_exact_for_binary_data(service, session_id, tmp_path):
+def test_cat_is_byte_exact_for_binary_data(service, session_id, area):
     data = os.urandom(3 * 1024 * 1024 + 17) + bytes(range(256))
-    path = tmp_path / "random.bin"
+    path = area / "random.bin"
     path.write_bytes(data)
     result = bb(service, "cat", session_id, str(path))
     assert result.returncode == 0, result.stderr
@@ -136,8 +145,8 @@ def test_cat_is_byte_exact_for_binary_data(service, session_id, tmp_path):
     assert result.stderr == b""  # no progress bar when stderr is not a terminal
 
 
-def test_cat_into_a_closed_pipe_exits_quietly(service, session_id, tmp_path):
-    path = tmp_path / "big.bin"
+def test_cat_into_a_closed_pipe_exits_quietly(service, session_id, area):
+    path = area / "big.bin"
     path.write_bytes(os.urandom(8 * 1024 * 1024))
     proc = subprocess.Popen([*BBROWSE, "cat", session_id, str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=cli_env(service))
@@ -151,35 +160,35 @@ def test_cat_into_a_closed_pipe_exits_quietly(service, session_id, tmp_path):
             proc.kill()
 
 
-def test_cat_errors(service, session_id, tmp_path):
-    assert_one_line_error(bb(service, "cat", session_id, str(tmp_path / "missing")), "not_found", 404)
-    assert_one_line_error(bb(service, "cat", session_id, str(tmp_path)), "bad_request", 400)
+def test_cat_errors(service, session_id, area):
+    assert_one_line_error(bb(service, "cat", session_id, str(area / "missing")), "not_found", 404)
+    assert_one_line_error(bb(service, "cat", session_id, str(area)), "bad_request", 400)
 
 
-def test_ls_plain_long_and_json(service, session_id, tmp_path):
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "b.txt").write_bytes(b"12345")
-    (tmp_path / "a.bin").write_bytes(b"")
+def test_ls_plain_long_and_json(service, session_id, area):
+    (area / "sub").mkdir()
+    (area / "b.txt").write_bytes(b"12345")
+    (area / "a.bin").write_bytes(b"")
 
-    plain = bb(service, "ls", session_id, str(tmp_path))
+    plain = bb(service, "ls", session_id, str(area))
     assert plain.stdout.decode().splitlines() == ["a.bin", "b.txt", "sub/"]
 
-    long = bb(service, "ls", session_id, str(tmp_path), "-l").stdout.decode().splitlines()
+    long = bb(service, "ls", session_id, str(area), "-l").stdout.decode().splitlines()
     assert [row.split()[-1] for row in long] == ["a.bin", "b.txt", "sub/"]
     assert long[1].split()[0] == "-rw-r--r--" and long[1].split()[1] == "5B"
     assert long[2].startswith("d")
 
-    entries = json.loads(bb(service, "ls", session_id, str(tmp_path), "--json").stdout)
+    entries = json.loads(bb(service, "ls", session_id, str(area), "--json").stdout)
     assert {e["name"]: (e["size_bytes"], e["is_dir"]) for e in entries} == {
         "a.bin": (0, False), "b.txt": (5, False), "sub": (entries[2]["size_bytes"], True)}
-    assert all(e["path"] == str(tmp_path / e["name"]) for e in entries)
+    assert all(e["path"] == str(area / e["name"]) for e in entries)
 
 
 # logs ----------------------------------------------------------------------------
 
 
-def test_logs_no_follow_and_json(service, session_id, tmp_path):
-    log = tmp_path / "app.log"
+def test_logs_no_follow_and_json(service, session_id, area):
+    log = area / "app.log"
     log.write_text("first line\nsecond line\n")
     plain = bb(service, "logs", session_id, "--path", str(log), "--no-follow")
     assert plain.returncode == 0 and plain.stdout == b"first line\nsecond line\n"
@@ -191,8 +200,8 @@ def test_logs_no_follow_and_json(service, session_id, tmp_path):
     assert last.stdout == b"second line\n"
 
 
-def test_logs_follow_prints_appended_lines_as_they_come(service, session_id, tmp_path):
-    log = tmp_path / "follow.log"
+def test_logs_follow_prints_appended_lines_as_they_come(service, session_id, area):
+    log = area / "follow.log"
     log.write_text("already there\n")
     proc = subprocess.Popen([*BBROWSE, "logs", session_id, "--path", str(log), "--tail", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(service))
@@ -246,9 +255,9 @@ def test_every_command_has_help_with_examples(service):
         assert b"Examples:" in result.stdout, command
 
 
-def test_cat_shows_a_progress_bar_only_on_a_terminal(service, session_id, tmp_path):
+def test_cat_shows_a_progress_bar_only_on_a_terminal(service, session_id, area, tmp_path):
     data = os.urandom(2 * 1024 * 1024)
-    source, copy = tmp_path / "payload.bin", tmp_path / "copy.bin"
+    source, copy = area / "payload.bin", tmp_path / "copy.bin"
     source.write_bytes(data)
     bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
     term = PtyProcess(["sh", "-c", f"{bbrowse} cat {session_id} {source} > {copy}; echo rc=$?"], cli_env(service))
