@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import time
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 import psutil
 import pytest
-from conftest import ServiceHandle, start_service, stop_service
+from conftest import ServiceHandle, session_area, start_service, stop_service
 from test_app_logs import LogsScreen, append, screen_rows, status
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
@@ -88,9 +89,10 @@ def session_id(restartable: Restartable) -> str:
 
 
 async def test_killed_service_gives_connection_lost_then_comes_back_with_the_session(
-    restartable: Restartable, session_id: str, tmp_path: Path
+    restartable: Restartable, session_id: str
 ) -> None:
     client = BrowserClient(restartable.url, TOKEN)
+    tmp_path = session_area(restartable.handle, session_id, f"t-{secrets.token_hex(4)}")
     ticker = await client.processes.spawn(session_id, "sh", ["-c", "while :; do echo tick; sleep 0.05; done"])
     log = tmp_path / "during.log"
     log.write_text("")
@@ -162,9 +164,9 @@ async def test_a_pty_program_that_ignores_hangup_still_ends_with_a_killed_servic
 
 
 async def test_the_app_shows_the_outage_reconnects_and_log_panes_mark_the_gap(
-    restartable: Restartable, session_id: str, tmp_path: Path
+    restartable: Restartable, session_id: str
 ) -> None:
-    log = tmp_path / "app.log"
+    log = session_area(restartable.handle, session_id, f"t-{secrets.token_hex(4)}") / "app.log"
     log.write_text("before the outage\n")
     app = BbrowseApp(target=Target(ClientConfig(restartable.url, TOKEN), "remote"))
     notes: list[tuple[str, str]] = []
@@ -244,10 +246,10 @@ async def test_a_process_killed_mid_write_gives_its_exit_event(service, shared_s
 
 
 async def test_a_file_unlinked_mid_download_still_arrives_whole(
-    http: httpx.AsyncClient, shared_sid: str, tmp_path: Path
+    service: ServiceHandle, http: httpx.AsyncClient, shared_sid: str
 ) -> None:
     data = os.urandom(8 << 20)
-    doomed = tmp_path / "doomed.bin"
+    doomed = session_area(service, shared_sid, f"t-{secrets.token_hex(4)}") / "doomed.bin"
     doomed.write_bytes(data)
     got = bytearray()
     async with http.stream("GET", f"/browsers/{shared_sid}/fs/read_file", params={"path": str(doomed)}) as r:
