@@ -292,7 +292,7 @@ def test_405_lists_every_method_of_the_path(target: FuzzTarget) -> None:
     with target.client() as http:
         for path, expected in (
             ("/browsers", {"GET", "POST"}),
-            (f"/browsers/{target.session_id}", {"GET", "DELETE"}),
+            (f"/browsers/{target.session_id}", {"GET", "PATCH", "DELETE"}),
             (f"/browsers/{target.session_id}/replays", {"GET", "POST"}),
         ):
             r = http.request("PUT", path)

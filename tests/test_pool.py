@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+from conftest import session_area
 
 from bbrowse.client import BrowserClient, ClientConfig
 from bbrowse.client.pool import new_http_client
@@ -22,10 +23,10 @@ STREAMS = 2 * CALL_CONNECTIONS
 
 
 @pytest.fixture
-async def quiet_log(browserless_service, tmp_path):
+async def quiet_log(browserless_service):
     client = BrowserClient(config=ClientConfig(base_url=browserless_service.url, token=browserless_service.token))
     browser = await client.sessions.create(timeout_seconds=120)
-    log = tmp_path / "quiet.log"
+    log = session_area(browserless_service, browser.session_id, "pool") / "quiet.log"
     log.write_text("")
     yield browser.session_id, log
     await client.sessions.delete(browser.session_id)
