@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from conftest import start_service, stop_service  # noqa: E402
+from conftest import session_area, start_service, stop_service  # noqa: E402
 
 from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
 from bbrowse.client.pool import new_http_client  # noqa: E402
@@ -286,10 +287,13 @@ async def settle(pid: int, before: Snapshot, seconds: float) -> Snapshot:
 
 
 async def run_load(
-    url: str, token: str, pid: int, workdir: Path, config: LoadConfig, *, warm_up: LoadConfig | None = None,
-    quiet_seconds: float = 0.0,
+    url: str, token: str, pid: int, workdir: Callable[[str], Path], config: LoadConfig, *,
+    warm_up: LoadConfig | None = None, quiet_seconds: float = 0.0,
 ) -> LoadReport:
     """Run the load once against the service at `url` (process `pid`), measuring before and after.
+
+    `workdir(session_id)` is a directory of the load's session (the followed logs are made there): a
+    sandboxed session sees none of this machine's directories.
 
     `warm_up` (default: a fifth of the load) runs first, unmeasured, so what the service builds once
     (imports, worker threads, the allocator's pools) is in the baseline. `quiet_seconds` is waited
@@ -298,9 +302,10 @@ async def run_load(
     """
     clients = Clients(url, token)
     sid = (await clients.new().sessions.create(timeout_seconds=900)).session_id
+    logs = workdir(sid)
     try:
         scratch = LoadReport(config, Snapshot(0, 1, [], 0))
-        await _load(clients, sid, warm_up or scaled(config, 0.2), workdir / "warm-up.log", scratch)
+        await _load(clients, sid, warm_up or scaled(config, 0.2), logs / "warm-up.log", scratch)
         await clients.close()  # the service's side of idle keep-alive connections counts as fds
         await asyncio.sleep(quiet_seconds)
         before = await settle(pid, snapshot(pid), 5)
@@ -309,7 +314,7 @@ async def run_load(
         watcher = asyncio.create_task(_watch_rss(pid, report, stop))
         started = time.perf_counter()
         try:
-            await _load(clients, sid, config, workdir / "followed.log", report)
+            await _load(clients, sid, config, logs / "followed.log", report)
         finally:
             report.elapsed = time.perf_counter() - started
             report.load_average = os.getloadavg()[0]
@@ -342,7 +347,8 @@ def main() -> None:
     try:
         # A full-size warm-up, then RETAIN_SECONDS of quiet before and after: steady state against steady state.
         quiet = 0.0 if args.quick else RETAIN_SECONDS + 5
-        report = asyncio.run(run_load(handle.url, handle.token, handle.pid, workdir, config,
+        report = asyncio.run(run_load(handle.url, handle.token, handle.pid,
+                                      lambda sid: session_area(handle, sid, "load"), config,
                                       warm_up=None if args.quick else config, quiet_seconds=quiet))
     finally:
         stop_service(handle)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ServiceHandle, start_service, stop_service
+from conftest import ServiceHandle, session_area, start_service, stop_service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
@@ -30,9 +30,10 @@ def own_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHan
 
 
 async def test_shells_streams_and_cycles_at_once_leave_no_fds_zombies_or_memory_behind(
-    own_service: ServiceHandle, tmp_path: Path
+    own_service: ServiceHandle,
 ) -> None:
-    report = await run_load(own_service.url, own_service.token, own_service.pid, tmp_path, LIGHT)
+    report = await run_load(own_service.url, own_service.token, own_service.pid,
+                            lambda sid: session_area(own_service, sid, "load"), LIGHT)
     print("\n" + "\n".join(report.lines()))
     assert len(report.echo_ms) == LIGHT.shells * LIGHT.echoes
     assert report.stream_lines == [LIGHT.log_lines] * LIGHT.streams and report.streams_in_order
