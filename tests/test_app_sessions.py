@@ -7,6 +7,7 @@ import uuid
 import httpx
 from app_support import make_app, wait_for
 
+from bbrowse.tui.palette import BbrowsePalette
 from bbrowse.tui.screens.sessions import SessionsScreen
 
 
@@ -88,7 +89,7 @@ async def test_help_and_a_palette_entry_for_every_action(service) -> None:
         await wait_for(pilot, lambda: not app.screen.query("HelpPanel"), what="help panel closed")
         # choosing the palette entry runs the action: "New session" opens the form
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
+        await wait_for(pilot, lambda: isinstance(app.screen, BbrowsePalette), what="palette")
         await pilot.press(*"New session")
         await pilot.pause(0.3)
         await pilot.press("enter")
