@@ -11,13 +11,12 @@ import asyncio
 import hashlib
 import os
 import random
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
+from conftest import session_area
 from test_app_shell import open_shell, screen_text, shell_app
 from textual import events
 from textual.keys import _character_to_key
@@ -108,8 +107,8 @@ async def test_100_mb_out_of_a_process_arrive_with_an_equal_hash(client: Browser
     seed = 20261121
     expected = seeded_sha256(OUTPUT_BYTES, seed)
     started = time.perf_counter()
-    proc = await client.processes.spawn(
-        browser.session_id, sys.executable, ["-c", GENERATOR, str(OUTPUT_BYTES), str(seed)]
+    proc = await client.processes.spawn(  # the system python3: a sandboxed session sees no virtualenv
+        browser.session_id, "python3", ["-c", GENERATOR, str(OUTPUT_BYTES), str(seed)]
     )
     received, count, reported = hashlib.sha256(), 0, b""
     exit_code = None
@@ -158,9 +157,9 @@ async def type_quickly(app, text: str, interval: float = 0.01) -> None:
 
 
 async def test_keys_typed_into_the_shell_pane_arrive_in_order_under_an_output_flood(
-    service, browser: Browser, tmp_path: Path
+    service, browser: Browser
 ) -> None:
-    typed = tmp_path / "typed.txt"
+    typed = session_area(service, browser.session_id, "typing") / "typed.txt"
     app = shell_app(service)  # a fixed prompt: open_shell waits for it
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
