@@ -127,7 +127,7 @@ def fuzz_schema(target: FuzzTarget):
             "negative_data_rejection": {"expected-statuses": [400, 401, 403, 404, 405, 406, 409, 410, 415, 422, 429]},
         },
         "operations": [
-            {"include-path-regex": "/(stdout|logs)/stream$", "request-timeout": STREAM_SECONDS},
+            {"include-path-regex": "/(stdout|logs|telemetry)/stream$", "request-timeout": STREAM_SECONDS},
             *([] if SEED else [SESSIONS_ONLY_FROM_FUZZING]),
         ],
     })
