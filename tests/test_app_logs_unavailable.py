@@ -32,7 +32,8 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
             await wait_for(pilot, lambda: "not available on this service" in status(), what="said once")
             await wait_for(pilot, lambda: not any(w.node is panel and w.is_running for w in app.workers),
                            what="no reconnecting loop")
-            assert pane.supervisor_logs_unavailable
+            # the panel's message reaches the pane after its worker ends: waited for, as its notice is
+            await wait_for(pilot, lambda: pane.supervisor_logs_unavailable, what="the pane knows")
             await wait_for_notification(pilot, "no supervisor logs")
 
             await pilot.press("o")

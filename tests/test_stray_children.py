@@ -29,10 +29,12 @@ def test_a_zombie_is_reaped_at_the_second_look_and_logged(caplog) -> None:
         assert reaper.look() == []  # first seen: its owner may be about to reap it
         assert pid in zombie_children(os.getpid())
         with caplog.at_level(logging.WARNING, logger="bbrowse.service"):
-            assert reaper.look() == [f"{name} ({pid})"]
+            # every zombie child seen twice is reaped: in a test worker, one another test left may be among them
+            reaped = reaper.look()
+        assert f"{name} ({pid})" in reaped
         assert pid not in zombie_children(os.getpid())
         assert any(f"{name} ({pid})" in record.getMessage() for record in caplog.records)
-        assert reaper.reaped == 1
+        assert reaper.reaped == len(reaped)
     finally:
         try:
             os.waitpid(pid, os.WNOHANG)
