@@ -19,6 +19,7 @@ import asyncio
 import atexit
 import itertools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -159,6 +160,8 @@ class BbrowseApp(App):
         #: (in the background) when the app quits, unless the user chose to keep them running.
         self.started_services: dict[int, EmbeddedService] = {}
         self.keep_services_running = False
+        #: Set when the app quits: a recovery thread's wait ends at once instead of holding the exit up.
+        self._quitting = threading.Event()
         self._atexit_registered = False
         self._session_watch = Poller(self, self._check_shown_session,  # type: ignore[arg-type]
                                      visible=lambda: self._shown_session_screen() is not None,
@@ -280,7 +283,8 @@ class BbrowseApp(App):
         worker = get_current_worker()
         gone_since: float | None = None
         for attempt in itertools.count():
-            time.sleep(self.RECOVER_WAITS[min(attempt, len(self.RECOVER_WAITS) - 1)])
+            if self._quitting.wait(self.RECOVER_WAITS[min(attempt, len(self.RECOVER_WAITS) - 1)]):
+                return
             if worker.is_cancelled or self.target is not lost:
                 return
             if launcher.answers(lost.config.base_url, lost.config.token):
@@ -656,6 +660,7 @@ class BbrowseApp(App):
 
     def exit(self, *args, **kwargs) -> None:
         """Quit: the quick-exit driver then restores the terminal without waiting for its input thread."""
+        self._quitting.set()
         if self._driver is not None and hasattr(self._driver, "quitting"):
             self._driver.quitting = True
         super().exit(*args, **kwargs)
