@@ -180,8 +180,8 @@ class SessionsScreen(BbrowseScreen):
             self._say_ended([b for key, b in self._browsers.items() if key not in fresh])
         self._browsers = fresh
         self._loaded = True
-        if not self.is_attached or not self.query(DataTable):
-            return  # the screen closed while the request was in flight
+        if not self.is_attached or not all(self.query(part) for part in (DataTable, "#filter", "#sessions-empty")):
+            return  # the screen closed (or is being taken apart) while the request was in flight
         self._apply()
 
     def forget_sessions(self) -> None:
