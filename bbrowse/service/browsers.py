@@ -19,9 +19,7 @@ log = logging.getLogger("bbrowse.browsers")
 
 
 class BrowserManager:
-    """Finds the binaries once and gives each session its `ChromiumBrowser` (in `session.extras`)."""
-
-    EXTRA_KEY = "browser"
+    """Finds the binaries once and gives each session its `ChromiumBrowser` (`session.browser`)."""
 
     def __init__(self, chromium_path: str | None) -> None:
         self.configured = chromium_path
@@ -43,16 +41,14 @@ class BrowserManager:
 
     async def on_create(self, session: Session) -> None:
         browser = ChromiumBrowser(session, self.binary, self.xvfb_binary, self.configured)
-        session.extras[self.EXTRA_KEY] = browser
+        session.browser = browser
         await browser.start()
 
     async def on_delete(self, session: Session) -> None:
-        browser = session.extras.get(self.EXTRA_KEY)
-        if isinstance(browser, ChromiumBrowser):
-            await browser.close()
+        if session.browser is not None:
+            await session.browser.close()
 
     def browser(self, session: Session) -> ChromiumBrowser:
-        browser = session.extras.get(self.EXTRA_KEY)
-        if not isinstance(browser, ChromiumBrowser):
+        if session.browser is None:
             raise browser_unavailable("this session has no browser")
-        return browser
+        return session.browser

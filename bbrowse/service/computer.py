@@ -76,8 +76,6 @@ class SessionInput:
 
 
 class ComputerManager:
-    EXTRA_KEY = "computer"
-
     def __init__(self, browsers: BrowserManager, kernel_vm: bool = False) -> None:
         self.browsers = browsers
         #: --kernel-compat (`computer.go` 233-236, 450-545): `type` is smooth unless told otherwise, and a
@@ -90,15 +88,13 @@ class ComputerManager:
     # sessions ---------------------------------------------------------------
 
     def _input(self, session: Session) -> SessionInput:
-        state = session.extras.get(self.EXTRA_KEY)
-        if not isinstance(state, SessionInput):
-            state = SessionInput()
-            session.extras[self.EXTRA_KEY] = state
-        return state
+        if session.input is None:
+            session.input = SessionInput()
+        return session.input
 
     async def on_delete(self, session: Session) -> None:
-        state = session.extras.get(self.EXTRA_KEY)
-        if isinstance(state, SessionInput) and state.backend is not None:
+        state = session.input
+        if state is not None and state.backend is not None:
             await state.backend.close()
 
     def headful(self, session: Session) -> bool:

@@ -228,10 +228,8 @@ class Watch:
 class WatchManager:
     """Every session's watches, by id; ended with their session."""
 
-    EXTRA_KEY = "fs_watches"
-
     def _watches(self, session: Session) -> dict[str, Watch]:
-        return session.extras.setdefault(self.EXTRA_KEY, {})
+        return session.watches
 
     def start(self, session: Session, path: str, recursive: bool) -> Watch:
         sandbox = sandbox_of(session)

@@ -74,8 +74,6 @@ SIGNALS: dict[str, signal.Signals] = {
     "HUP": signal.SIGHUP,
 }
 
-_EXTRAS_KEY = "processes"
-
 
 def exit_code_from(returncode: int) -> int:
     return returncode if returncode >= 0 else 128 - returncode
@@ -538,7 +536,7 @@ class ProcessManager:
 
     @staticmethod
     def of_session(session: Session) -> dict[str, ManagedProcess]:
-        return session.extras.setdefault(_EXTRAS_KEY, {})
+        return session.processes
 
     def get(self, session: Session, process_id: str) -> ManagedProcess:
         proc = self.of_session(session).get(process_id)

@@ -45,8 +45,6 @@ log = logging.getLogger("bbrowse.sandbox")
 
 T = TypeVar("T")
 
-#: Where a session's extras keep its sandbox.
-EXTRA_KEY = "sandbox"
 #: The session's working directory inside its sandbox (host-side: the session's `work/`).
 WORKDIR = "/work"
 #: The user every sandbox has besides root, as Kernel's VMs do.
@@ -128,7 +126,8 @@ def no_sandbox_from_env() -> bool:
 
 def sandbox_of(session: Any) -> Sandbox | None:
     """The session's sandbox, or None when sessions run on the host."""
-    return session.extras.get(EXTRA_KEY)
+    sandbox: Sandbox | None = session.sandbox
+    return sandbox
 
 
 def _libc() -> ctypes.CDLL:
@@ -388,9 +387,9 @@ class SandboxManager:
         sandbox = Sandbox(self.support, session.workdir.parent, session.workdir,
                           hostname=f"bbrowse-{session.session_id[:8]}", offline=offline)
         await sandbox.start()
-        session.extras[EXTRA_KEY] = sandbox
+        session.sandbox = sandbox
 
     async def on_delete(self, session: Any) -> None:
-        sandbox = session.extras.pop(EXTRA_KEY, None)
+        sandbox, session.sandbox = session.sandbox, None
         if sandbox is not None:
             await sandbox.stop()

@@ -33,11 +33,18 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bbrowse.service.errors import conflict, not_found, session_gone
 from bbrowse.wire import Browser, BrowserCreateRequest, BrowserViewport, SessionStatusFilter
 from bbrowse.wire.telemetry import config_for, resolve_on_create
+
+if TYPE_CHECKING:
+    from bbrowse.service.chromium import ChromiumBrowser
+    from bbrowse.service.computer import SessionInput
+    from bbrowse.service.fs_watch import Watch
+    from bbrowse.service.processes import ManagedProcess
+    from bbrowse.service.sandbox import Sandbox
 
 log = logging.getLogger("bbrowse.sessions")
 
@@ -79,8 +86,12 @@ class Session:
     #: Kernel's rule (--kernel-compat): only CDP, live view and computer-controls calls are activity;
     #: shells, process streams, logs and files are not, and a plain request does not reset the clock.
     kernel_activity: bool = False
-    #: Per-session state other modules hang on the session, by key ("processes", "browser", ...).
-    extras: dict[str, Any] = field(default_factory=dict)
+    # What the other managers keep per session (set by their on_create hooks, or on first use).
+    browser: ChromiumBrowser | None = None
+    sandbox: Sandbox | None = None
+    input: SessionInput | None = None
+    processes: dict[str, ManagedProcess] = field(default_factory=dict)
+    watches: dict[str, Watch] = field(default_factory=dict)
 
     @property
     def name(self) -> str | None:
@@ -93,6 +104,12 @@ class Session:
     @property
     def active(self) -> bool:
         return self.deleted_at is None
+
+    def drop_state(self) -> None:
+        """Forget what the managers kept on the session (its browser, sandbox, input, processes, watches)."""
+        self.browser = self.sandbox = self.input = None
+        self.processes = {}
+        self.watches = {}
 
     def touch(self) -> None:
         self.last_activity = time.monotonic()
@@ -293,7 +310,7 @@ class SessionManager:
                 log.exception("teardown hook failed for session %s", session.session_id)
         # What the hooks hung on the session (its browser, input, watches) is of no more use: every route of
         # an ended session but the replay ones answers 410. Dropped now, not with the record at retention.
-        session.extras.clear()
+        session.drop_state()
         shutil.rmtree(session.workdir, ignore_errors=True)
         log.info("session %s ended (%s)", session.session_id, reason)
 

@@ -78,12 +78,11 @@ class CdpMonitor:
     # following the browser ----------------------------------------------------------
 
     def _hub(self) -> CDPHub | None:
-        browser = self.session.extras.get("browser")
-        hub = getattr(browser, "hub", None)
+        hub = getattr(self.session.browser, "hub", None)
         return hub if isinstance(hub, CDPHub) and not hub.closed else None
 
     def _pid(self) -> int | None:
-        process = getattr(self.session.extras.get("browser"), "process", None)
+        process = getattr(self.session.browser, "process", None)
         return getattr(process, "pid", None)
 
     async def _run(self) -> None:
