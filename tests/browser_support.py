@@ -47,7 +47,7 @@ def browser_process(service, sid: str) -> psutil.Process:
 
 def session_processes(service, sid: str) -> list[psutil.Process]:
     """The session's Chromium processes: those of its profile (`--user-data-dir`), which in a sandbox is the same
-    path in every session, so there they are the ones whose root is the session's sandbox (its /work is ours)."""
+    path in every session, so there they are the ones whose root is the session's sandbox (its /workspace is ours)."""
     directory = service.state_dir / "service" / "sessions" / sid
     host_profile = str(directory / "chromium-profile")
     work = os.stat(directory / "work")
@@ -58,7 +58,7 @@ def session_processes(service, sid: str) -> list[psutil.Process]:
             found.append(proc)
         elif any(arg == "--user-data-dir=/root/.config/chromium" for arg in args):
             with contextlib.suppress(OSError):
-                inside = os.stat(f"/proc/{proc.pid}/root/work")
+                inside = os.stat(f"/proc/{proc.pid}/root/workspace")
                 if (inside.st_dev, inside.st_ino) == (work.st_dev, work.st_ino):
                     found.append(proc)
     return found

@@ -132,7 +132,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 def session_area(service: ServiceHandle, session_id: str, name: str) -> Path:
-    """A fresh directory `/work/<name>` of a session, for tests that make files beside the service's own calls.
+    """A fresh directory `/workspace/<name>` of a session, for tests that make files beside the service's own calls.
 
     A sandboxed session sees none of this machine's directories, so the path is the session's, and the test
     reaches the same files from outside through the session's folder: `str()` of the path (and of every
@@ -144,7 +144,7 @@ def session_area(service: ServiceHandle, session_id: str, name: str) -> Path:
     serve = json.loads((service.state_dir / "serve.json").read_text())
     if not str(serve.get("sandbox", "")).startswith("on"):
         return host_root
-    inside_root = f"/work/{name}"
+    inside_root = f"/workspace/{name}"
 
     def host_side(self: Path) -> str:
         return str(host_root) + str(self)[len(inside_root):]

@@ -269,7 +269,7 @@ async def test_exec_returns_exit_code_and_separate_outputs(http: httpx.AsyncClie
     assert result["exit_code"] == 3 and result["duration_ms"] >= 0
     assert base64.b64decode(result["stderr_b64"]) == b"to-err\n"
     out = base64.b64decode(result["stdout_b64"]).decode().splitlines()
-    assert out[0] == "to-out" and out[1].endswith("/work")  # default cwd: the session's working directory
+    assert out[0] == "to-out" and out[1].endswith("/workspace")  # default cwd: the session's working directory
 
 
 async def test_sdk_exec_with_env_cwd_and_binary_output(sdk, sid: str) -> None:

@@ -93,9 +93,9 @@ async def test_a_session_sees_nothing_of_this_machine_nor_of_the_service_nor_of_
     assert r.status_code == 404, r.text
     assert (await http.get(f"/browsers/{a}/fs/read_file", params={"path": f"/tmp/{marker}"})).content == b"a\n"
     assert (await http.get(f"/browsers/{b}/fs/file_info", params={"path": f"/tmp/{marker}"})).status_code == 404
-    assert (await run(http, b, f"ln -s {host_file} /work/escape && ln -s / /work/root-link"))[0] == 0
-    assert (await http.get(f"/browsers/{b}/fs/read_file", params={"path": "/work/escape"})).status_code == 404
-    r = await http.get(f"/browsers/{b}/fs/read_file", params={"path": f"/work/root-link{host_file}"})
+    assert (await run(http, b, f"ln -s {host_file} /workspace/escape && ln -s / /workspace/root-link"))[0] == 0
+    assert (await http.get(f"/browsers/{b}/fs/read_file", params={"path": "/workspace/escape"})).status_code == 404
+    r = await http.get(f"/browsers/{b}/fs/read_file", params={"path": f"/workspace/root-link{host_file}"})
     assert r.status_code == 404
     await http.post(f"/browsers/{a}/process/{a_proc}/kill", json={"signal": "KILL"})
 
@@ -125,7 +125,7 @@ async def test_deleting_a_session_removes_everything_it_wrote(
     http, service = browserless_http, browserless_service
     sid = await new_session(http)
     name = f"written-{secrets.token_hex(6)}"
-    places = ["/tmp", "/var/tmp", "/root", "/work", "/home/kernel"]
+    places = ["/tmp", "/var/tmp", "/root", "/workspace", "/home/kernel"]
     assert (await run(http, sid, " && ".join(f"echo x > {p}/{name}" for p in places)))[0] == 0
     assert (await run(http, sid, f"mkdir -p /home/kernel/d && echo y > /home/kernel/d/{name}.k",
                       as_user="kernel"))[0] == 0

@@ -2,7 +2,7 @@
 
 At session create `bwrap` starts one long-lived sandbox: its own user (root inside is the service's user
 outside), mount, PID, IPC and UTS namespaces (and network, for an `offline` session), the host's system
-directories read-only, and a home, `/root`, `/tmp`, `/var/tmp` and working directory `/work` of its own,
+directories read-only, and a home, `/root`, `/tmp`, `/var/tmp` and working directory `/workspace` of its own,
 kept host-side under the session's folder (`sandbox/`). Its pid 1 is bwrap's own init; its pid 2 sleeps.
 
 Processes join it instead of starting a bwrap each (measured in one run on a loaded 2-core machine: `true`
@@ -46,7 +46,7 @@ log = logging.getLogger("bbrowse.sandbox")
 T = TypeVar("T")
 
 #: The session's working directory inside its sandbox (host-side: the session's `work/`).
-WORKDIR = "/work"
+WORKDIR = "/workspace"
 #: The user every sandbox has besides root, as Kernel's VMs do.
 USER_NAME = "kernel"
 USER_UID = 1000
@@ -147,7 +147,7 @@ class Sandbox:
 
     def __init__(self, support: SandboxSupport, base: Path, workdir: Path, hostname: str, offline: bool) -> None:
         self.support = support
-        #: Host-side folder of everything the sandbox writes but `/work` (removed with it).
+        #: Host-side folder of everything the sandbox writes but `/workspace` (removed with it).
         self.dir = base / "sandbox"
         self.workdir = workdir
         self.hostname = hostname

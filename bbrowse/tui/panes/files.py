@@ -544,7 +544,7 @@ class FilesPane(SessionPane):
 
     def _outside(self, typed: str, target: str, base: str, verb: str, then: Callable[[], object]) -> None:
         """Run `then` at once when `target` (resolved from `typed`) stays inside `base`; else show where it
-        resolves to and ask first (`../../etc/x` typed in /work must not land in /etc unseen)."""
+        resolves to and ask first (`../../etc/x` typed in /workspace must not land in /etc unseen)."""
         inside = target == base or target.startswith(dir_label(base))
         if inside:
             then()
