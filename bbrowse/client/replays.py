@@ -10,7 +10,7 @@ from typing import Any
 from bbrowse.client.decode import model, model_list
 from bbrowse.client.errors import RequestTimeout
 from bbrowse.client.retry import parse_retry_after
-from bbrowse.client.streams import OPENED, Stream
+from bbrowse.client.streams import Stream, opened
 from bbrowse.client.transport import Transport, iter_body, segment
 from bbrowse.wire import Replay
 
@@ -61,7 +61,8 @@ class Replays:
         while True:
             async with self._t.open_stream("GET", route, ok=(200, 202)) as response:
                 if response.status_code == 200:
-                    yield OPENED
+                    length = response.headers.get("content-length", "")
+                    yield opened(int(length) if length.isdigit() else None)
                     async for chunk in iter_body(response, f"replay {replay_id}"):
                         yield chunk
                     return

@@ -21,17 +21,34 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-#: Yielded once by a stream source when its connection is open and its status was good.
-OPENED: Any = object()
+
+class Opened:
+    """Yielded once by a stream source when its connection is open and its status was good; with the body's
+    length when the response said it (`Stream.content_length`: a download's progress knows its total)."""
+
+    __slots__ = ("content_length",)
+
+    def __init__(self, content_length: int | None = None) -> None:
+        self.content_length = content_length
+
+
+OPENED: Any = Opened()
+
+
+def opened(content_length: int | None) -> Any:
+    """An `Opened` marker with the body's length (typed `Any` as `OPENED` is: sources yield it among their items)."""
+    return Opened(content_length)
 
 
 class Stream(Generic[T]):
-    __slots__ = ("_exhausted", "_opened", "_source")
+    __slots__ = ("_exhausted", "_opened", "_source", "content_length")
 
     def __init__(self, source: AsyncGenerator[T, None]) -> None:
         self._source = source
         self._opened = False
         self._exhausted = False
+        #: The body's length in bytes once open, when the response gave it.
+        self.content_length: int | None = None
 
     async def open(self) -> Stream[T]:
         """Connect now and raise any error status; idempotent."""
@@ -42,8 +59,9 @@ class Stream(Generic[T]):
             except StopAsyncIteration:
                 self._exhausted = True
                 return self
-            if marker is not OPENED:
+            if not isinstance(marker, Opened):
                 raise RuntimeError("stream source must yield OPENED first")
+            self.content_length = marker.content_length
         return self
 
     def __aiter__(self) -> Stream[T]:
