@@ -1,0 +1,128 @@
+"""Fixtures for a bad network: a `BadLink` in front of a service, a CONNECT proxy, a test CA and a TLS service.
+
+A pytest plugin: a test module that uses them says `pytest_plugins = ["net_support"]`.
+
+- `bad_link(service, delay=0.05, ...)` makes a `netem.BadLink` in front of a running service (closed after
+  the test); its `url` replaces the service's for the client under test.
+- `connect_proxy`: a `netem.ConnectProxy` that resolves `TLS_HOST` to loopback (a name no resolver knows,
+  so a client that reaches it went through the proxy).
+- `test_ca`: a throwaway certificate authority (trustme); `test_ca.ca_file` is its certificate as a PEM file
+  for `SSL_CERT_FILE`.
+- `tls_compat_service`: `bbrowse serve --kernel-compat` with a certificate of `test_ca` for 127.0.0.1,
+  localhost and `TLS_HOST` (one for the whole run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+import trustme
+from conftest import ServiceHandle, stop_service
+from netem import BadLink, ConnectProxy
+
+#: The name the TLS service's certificate carries beside 127.0.0.1 and localhost; only `connect_proxy` resolves it.
+TLS_HOST = "bbrowse.test"
+
+
+@dataclass
+class TestCA:
+    ca: trustme.CA
+    #: The CA's certificate (PEM), for `SSL_CERT_FILE` or `ssl.create_default_context(cafile=...)`.
+    ca_file: Path
+    #: A server certificate and key (PEM) for 127.0.0.1, localhost and `TLS_HOST`.
+    cert_file: Path
+    key_file: Path
+
+
+def service_address(service: ServiceHandle | str) -> tuple[str, int]:
+    url = service if isinstance(service, str) else service.url
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None, url
+    return parts.hostname, parts.port
+
+
+@pytest.fixture
+def bad_link() -> Iterator[Callable[..., BadLink]]:
+    """`bad_link(service_or_url, **settings)`: a `BadLink` to that service, with its scheme; closed after the test."""
+    made: list[BadLink] = []
+
+    def make(service: ServiceHandle | str, **settings: Any) -> BadLink:
+        url = service if isinstance(service, str) else service.url
+        link = BadLink(service_address(service), scheme=urlsplit(url).scheme, **settings)
+        made.append(link)
+        return link
+
+    yield make
+    for link in made:
+        link.close()
+
+
+@pytest.fixture
+def connect_proxy() -> Iterator[ConnectProxy]:
+    with ConnectProxy(resolve={TLS_HOST: "127.0.0.1"}) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
+    ca = trustme.CA()
+    folder = tmp_path_factory.mktemp("test-ca")
+    ca_file = folder / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    cert = ca.issue_cert("127.0.0.1", "localhost", TLS_HOST)
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert.private_key_pem.write_to_path(str(key_file))
+    cert_file.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+    return TestCA(ca, ca_file, cert_file, key_file)
+
+
+def start_tls_service(state_dir: Path, ca: TestCA, extra_env: dict[str, str] | None = None) -> ServiceHandle:
+    """`bbrowse serve --port 0` with `ca`'s certificate, as `conftest.start_service` does for plain HTTP."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BBROWSE_STATE_DIR": str(state_dir), **(extra_env or {})}
+    env.pop("KERNEL_API_KEY", None)
+    env.pop("KERNEL_BASE_URL", None)
+    discovery = state_dir / "serve.json"
+    discovery.unlink(missing_ok=True)
+    with open(state_dir / "serve.stdout", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bbrowse", "serve", "--port", "0", "--ssl-certfile", str(ca.cert_file),
+             "--ssl-keyfile", str(ca.key_file)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"bbrowse serve exited with {proc.returncode}: "
+                               f"{(state_dir / 'serve.stdout').read_text()[-2000:]}")
+        try:
+            info = json.loads(discovery.read_text())
+            if info.get("pid") == proc.pid:
+                r = httpx.get(info["url"] + "/browsers", headers={"Authorization": f"Bearer {info['token']}"},
+                              timeout=2, verify=str(ca.ca_file))
+                if r.status_code == 200:
+                    return ServiceHandle(info["url"], info["token"], proc.pid, state_dir, proc)
+        except (OSError, ValueError, httpx.HTTPError):
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("bbrowse serve (TLS) did not answer within 30 s")
+
+
+@pytest.fixture(scope="session")
+def tls_compat_service(tmp_path_factory: pytest.TempPathFactory, test_ca: TestCA) -> Iterator[ServiceHandle]:
+    """`bbrowse serve --kernel-compat` over HTTPS with `test_ca`'s certificate."""
+    handle = start_tls_service(tmp_path_factory.mktemp("bbrowse-tls"), test_ca,
+                               extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
+    yield handle
+    stop_service(handle)
