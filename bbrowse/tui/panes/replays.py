@@ -5,20 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import DataTable, ProgressBar, Static
+from textual.message import Message
+from textual.widgets import DataTable, Static
 
 from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, elapsed, human_bytes
+from bbrowse.transfer import save_stream
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.polling import Poller
-from bbrowse.tui.saving import commit, partial_path
+from bbrowse.tui.widgets.transfer_bar import TransferBar
 from bbrowse.wire import Replay
 
 REFRESH_SECONDS = 2.0
@@ -50,8 +51,15 @@ def _shown(replays: dict[str, Replay]) -> dict[str, tuple[object, ...]]:
     return {key: (r.started_at, r.finished_at) for key, r in replays.items()}
 
 
+class ReplaysListed(Message):
+    """A listing of the session's replays arrived."""
+
+    def __init__(self, replays: list[Replay]) -> None:
+        super().__init__()
+        self.replays = replays
+
+
 class ReplaysPane(SessionPane):
-    DRAWN_INTO = (DataTable, "#replays-hint")
     BINDINGS = [
         Binding("r", "toggle_recording", "Record / stop", id="replays.toggle"),
         Binding("s", "download", "Download", id="replays.download"),
@@ -61,8 +69,6 @@ class ReplaysPane(SessionPane):
     DEFAULT_CSS = """
     ReplaysPane { height: 1fr; }
     ReplaysPane DataTable { height: 1fr; }
-    ReplaysPane #replays-progress { height: auto; display: none; }
-    ReplaysPane #replays-progress.active { display: block; }
     ReplaysPane #replays-hint { color: $text-muted; height: auto; }
     """
 
@@ -76,9 +82,7 @@ class ReplaysPane(SessionPane):
     def compose(self) -> ComposeResult:
         yield Static("r record/stop · s download · c copy view URL", id="replays-hint")
         yield DataTable(id="replays-table", cursor_type="row", zebra_stripes=True)
-        with Vertical(id="replays-progress"):
-            yield Static("", id="replays-progress-label", markup=False)
-            yield ProgressBar(id="replays-progress-bar", show_eta=False)
+        yield TransferBar(id="replays-progress", show_eta=False)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fit_columns)
@@ -108,11 +112,13 @@ class ReplaysPane(SessionPane):
         except BaseException:
             self._poller.done()
             raise
-        fresh = {r.replay_id: r for r in replays}
-        self._poller.done(changed=_shown(fresh) != _shown(self._replays))
-        self._replays = fresh
-        if not self.in_place():
-            return
+        self._poller.done(changed=_shown({r.replay_id: r for r in replays}) != _shown(self._replays))
+        self.post_message(ReplaysListed(replays))
+
+    @on(ReplaysListed)
+    def _listed(self, message: ReplaysListed) -> None:
+        replays = message.replays
+        self._replays = {r.replay_id: r for r in replays}
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         fit_columns(table, FITS)
@@ -173,30 +179,16 @@ class ReplaysPane(SessionPane):
 
     @work(exclusive=True, group="replays-download")
     async def _download(self, replay: Replay, target: Path) -> None:
-        box = self.query_one("#replays-progress")
-        label = self.query_one("#replays-progress-label", Static)
-        bar = self.query_one("#replays-progress-bar", ProgressBar)
-        box.add_class("active")
-        bar.update(total=None, progress=0)
-        partial = partial_path(target)
-        received = 0
+        bar = self.query_one(TransferBar)
+        stream = self.client.replays.download(self.session_id, replay.replay_id)
         try:
-            stream = self.client.replays.download(self.session_id, replay.replay_id)
-            with partial.open("wb") as out:
-                async with stream:
-                    total = getattr(stream, "content_length", None)
-                    bar.update(total=total)
-                    async for chunk in stream:
-                        out.write(chunk)
-                        received += len(chunk)
-                        bar.update(progress=received)
-                        label.update(f"Downloading {replay.replay_id}: {human_bytes(received)}")
-            target = commit(partial, target)
+            async with stream:  # open first: the response says how long the MP4 is
+                bar.begin(f"Downloading {replay.replay_id} → {target}", stream.content_length)
+                target, size = await save_stream(stream, target, bar.report)
         except (ClientError, OSError) as error:
-            partial.unlink(missing_ok=True)
+            bar.end(None)
             services(self).report_error(error, "Download failed")
             return
-        finally:
-            box.remove_class("active")
+        bar.end(f"Saved {human_bytes(size)} to {target}", size)
         self.last_saved = target
-        self.notify(f"Saved {human_bytes(received)} to {target}", title="Replay downloaded")
+        self.notify(f"Saved {human_bytes(size)} to {target}", title="Replay downloaded")
