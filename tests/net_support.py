@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -29,10 +30,7 @@ import httpx
 import pytest
 import trustme
 from conftest import ServiceHandle, stop_service
-from netem import BadLink, ConnectProxy
-
-#: The name the TLS service's certificate carries beside 127.0.0.1 and localhost; only `connect_proxy` resolves it.
-TLS_HOST = "bbrowse.test"
+from netem import TLS_HOST, BadLink, ConnectProxy
 
 
 @dataclass
@@ -109,7 +107,7 @@ def start_tls_service(state_dir: Path, ca: TestCA, extra_env: dict[str, str] | N
             info = json.loads(discovery.read_text())
             if info.get("pid") == proc.pid:
                 r = httpx.get(info["url"] + "/browsers", headers={"Authorization": f"Bearer {info['token']}"},
-                              timeout=2, verify=str(ca.ca_file))
+                              timeout=2, verify=ssl.create_default_context(cafile=str(ca.ca_file)))
                 if r.status_code == 200:
                     return ServiceHandle(info["url"], info["token"], proc.pid, state_dir, proc)
         except (OSError, ValueError, httpx.HTTPError):

@@ -37,6 +37,8 @@ READ_SIZE = 64 * 1024
 #: Under a bandwidth cap chunks are sent in pieces this large, so one big chunk does not hold a link.
 RATE_PIECE = 4 * 1024
 _UNCHANGED: Any = object()
+#: A name no resolver knows: the test CA's certificates carry it, and `ConnectProxy` resolves it to loopback.
+TLS_HOST = "bbrowse.test"
 
 
 class _Loop:

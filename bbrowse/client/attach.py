@@ -36,6 +36,7 @@ from bbrowse.client.errors import (
     error_from_response,
     snippet,
 )
+from bbrowse.client.net import set_keepalive, websocket_options
 from bbrowse.client.routing import Route, RouteCache
 from bbrowse.wire import AttachExit, AttachResize
 
@@ -100,7 +101,7 @@ class AttachSession:
                     max_size=MAX_FRAME_BYTES,
                     max_queue=RECEIVE_QUEUE_FRAMES,
                     close_timeout=CLOSE_TIMEOUT_SECONDS,
-                    proxy=True if self._proxy else None,
+                    **websocket_options(url, loopback=not self._proxy),
                 )
             except InvalidStatus as exc:
                 response = exc.response
@@ -116,6 +117,7 @@ class AttachSession:
             break
         assert self._ws is not None
         sock = self._ws.transport.get_extra_info("socket")
+        set_keepalive(sock)
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)

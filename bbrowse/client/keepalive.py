@@ -23,6 +23,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from bbrowse import __version__
 from bbrowse.client.errors import ClientError, NotFound, SessionGone
+from bbrowse.client.net import websocket_options
 
 if TYPE_CHECKING:
     from bbrowse.client.client import BrowserClient
@@ -82,7 +83,7 @@ class KeepAlive:
                     async with connect(url, user_agent_header=f"bbrowse/{__version__}",
                                        open_timeout=self.client.config.connect_timeout + 5, compression=None,
                                        max_size=None, close_timeout=CLOSE_TIMEOUT_SECONDS,
-                                       proxy=None if self.client.config.is_loopback else True) as ws:
+                                       **websocket_options(url, loopback=self.client.config.is_loopback)) as ws:
                         self.connected = True
                         self.connections += 1
                         try:

@@ -20,9 +20,11 @@ import weakref
 from typing import Any
 
 import httpx
+from httpx._utils import get_environment_proxies
 
 from bbrowse import __version__
 from bbrowse.client.config import ClientConfig
+from bbrowse.client.net import keepalive_socket_options, ssl_context
 
 #: Idle connections are dropped before uvicorn's default 5 s keep-alive closes them on its side, so a
 #: request (stdin above all, which is never re-sent) does not race a server-side close.
@@ -80,16 +82,30 @@ class PooledClient(httpx.AsyncClient):
 
 
 def _client_options(config: ClientConfig) -> dict[str, Any]:
+    https = config.base_url.startswith("https://")
     return {
         "base_url": config.base_url,
         "headers": {"Authorization": f"Bearer {config.token}", "User-Agent": f"bbrowse/{__version__}"},
         "timeout": httpx.Timeout(config.timeout, connect=config.connect_timeout),
         "follow_redirects": False,
         # a plain-http service never needs TLS: skip building an SSL context (tens of ms on first use)
-        "verify": config.base_url.startswith("https://"),
-        # proxies and CA bundles from the environment apply to remote services, never to loopback
+        "verify": ssl_context() if https else False,
+        # proxies from the environment apply to remote services, never to loopback
         "trust_env": not config.is_loopback,
     }
+
+
+def _transports(config: ClientConfig, limits: httpx.Limits) -> dict[str, Any]:
+    """The connections' transport, and one per proxy from the environment: all with TCP keepalive and the
+    shared TLS context (httpx's own proxy transports would have neither)."""
+    verify = ssl_context() if config.base_url.startswith("https://") else False
+    options: dict[str, Any] = {"verify": verify, "limits": limits, "socket_options": keepalive_socket_options()}
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    if not config.is_loopback:
+        for pattern, proxy in get_environment_proxies().items():
+            mounts[pattern] = None if proxy is None else httpx.AsyncHTTPTransport(
+                proxy=proxy, **{**options, "verify": ssl_context()})
+    return {"transport": httpx.AsyncHTTPTransport(**options), "mounts": mounts}
 
 
 def new_http_client(config: ClientConfig, *, max_calls: int = MAX_CALL_CONNECTIONS) -> PooledClient:
@@ -98,7 +114,8 @@ def new_http_client(config: ClientConfig, *, max_calls: int = MAX_CALL_CONNECTIO
     options = _client_options(config)
     limits = LIMITS if max_calls == MAX_CALL_CONNECTIONS else httpx.Limits(
         max_connections=max_calls, max_keepalive_connections=min(20, max_calls), keepalive_expiry=KEEPALIVE_EXPIRY)
-    return PooledClient(streams=httpx.AsyncClient(limits=STREAM_LIMITS, **options), limits=limits, **options)
+    return PooledClient(streams=httpx.AsyncClient(**_transports(config, STREAM_LIMITS), **options),
+                        **_transports(config, limits), **options)
 
 
 def shared_http_client(config: ClientConfig) -> httpx.AsyncClient:

@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from bbrowse import __version__
 from bbrowse.client.errors import ConnectionLost
+from bbrowse.client.net import websocket_options
 
 if TYPE_CHECKING:
     from bbrowse.client.client import BrowserClient
@@ -105,7 +106,7 @@ class Screencast:
             self._ws = await connect(url, user_agent_header=f"bbrowse/{__version__}",
                                      open_timeout=self.client.config.connect_timeout + 5, compression=None,
                                      max_size=None, close_timeout=CLOSE_TIMEOUT_SECONDS,
-                                     proxy=None if self.client.config.is_loopback else True)
+                                     **websocket_options(url, loopback=self.client.config.is_loopback))
         except InvalidStatus as exc:
             status = exc.response.status_code
             raise ScreencastUnavailable(f"CDP refused the connection ({status})", status) from None
