@@ -404,6 +404,64 @@ def test_dropping_a_flood_head_gives_exactly_the_same_state(scrollback: int, cor
     assert _after_flood(skipping) == _after_flood(drawn_all)
 
 
+def _plain_state(core: TerminalCore) -> tuple:
+    """What a flood of plain lines can change: the screen as drawn, the cursor and the whole history."""
+    return (core.display, core.cursor, drawn(core), core.scrollback_text(), core.scroll_offset)
+
+
+@pytest.mark.parametrize(("cols", "rows", "scrollback"), [(10, 4, 0), (12, 5, 7), (20, 6, 300)])
+def test_many_plain_lines_at_once_leave_what_they_leave_one_by_one(cols: int, rows: int, scrollback: int) -> None:
+    """A feed of many plain lines (the Python core writes them in bulk) leaves the same screen, cursor,
+    history and scrolled-back view as the same lines fed one at a time, from any start state."""
+    rnd = random.Random(cols * rows + scrollback)
+    starts = [b"", b"abc", b"\x1b[2J\x1b[H", b"\x1b[3;3Hxy", b"\x1b[41mred\r\n", b"x" * cols, b"\x1b[44m"]
+    for trial in range(24):
+        at_once = TerminalCore(cols, rows, scrollback=scrollback)
+        one_by_one = TerminalCore(cols, rows, scrollback=scrollback)
+        for core in (at_once, one_by_one):
+            core.feed(starts[trial % len(starts)])
+        for _ in range(3):
+            lines = ["".join(rnd.choice("ab c") for _ in range(rnd.choice([0, 1, 3, cols - 1, cols, cols + 2])))
+                     for _ in range(rnd.randint(1, 60 + 5 * scrollback // 10))]
+            text = "\r\n".join(lines) + rnd.choice(["", "\r\n", "q"])
+            if rnd.random() < 0.3:
+                back = rnd.randint(1, 20)
+                at_once.scroll_view(back)
+                one_by_one.scroll_view(back)
+            at_once.feed(text.encode())
+            *whole, last = text.split("\r\n")
+            for line in whole:
+                one_by_one.feed((line + "\r\n").encode())
+            one_by_one.feed(last.encode())
+            assert _plain_state(at_once) == _plain_state(one_by_one)
+
+
+def test_a_flood_of_plain_lines_costs_a_fraction_of_writing_them_line_by_line(core_name: str) -> None:
+    """Under `yes` the pane feeds the core as many lines as its history holds (10,000) each frame: the Python core
+    takes them in bulk, several times cheaper than its line by line path (fed here a screenful at a
+    time, below the bulk path's threshold); measured in the same run, best of three each."""
+    if core_name != "python":
+        pytest.skip("the bulk path for plain lines is the Python core's (libghostty's parser is native)")
+    frame = b"flood-line\r\n" * 5_000
+    screenful = b"flood-line\r\n" * 20
+
+    def cost(chunks: list[bytes]) -> float:
+        core = TerminalCore(100, 28, scrollback=5_000)
+        core.feed(frame)  # the history full, as under a flood
+        best = float("inf")
+        for _ in range(3):
+            started = time.process_time()
+            for chunk in chunks:
+                core.feed(chunk)
+            core.take_dirty()
+            best = min(best, time.process_time() - started)
+        return best
+
+    bulk = cost([frame])
+    by_screenful = cost([screenful] * (len(frame) // len(screenful)))
+    assert bulk < 0.5 * by_screenful, (bulk, by_screenful)
+
+
 def test_no_flood_shortcut_with_a_scroll_region_or_mid_sequence() -> None:
     lines = b"y\r\n" * 50_000
     core = fed("\x1b[2;8r", cols=20, rows=10, scrollback=10)

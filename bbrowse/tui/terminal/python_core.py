@@ -107,6 +107,55 @@ class Row:
         self.runs = None
 
 
+_ROW_CHARS = Row.__dict__["chars"]
+_ROW_ATTRS = Row.__dict__["attrs"]
+
+
+class _PlainRow(Row):
+    """A row the flood path sent straight to the history: one line of ASCII text in one attribute on a
+    blank row, kept as that text until something reads its cells. Most flood lines leave the history
+    unread, so they never cost a list of cells."""
+
+    __slots__ = ("_plain",)
+
+    def __init__(self, text: str, attr: Attr, cols: int) -> None:  # no Row.__init__: no cells yet
+        self._plain: tuple[str, Attr, int] | None = (text, attr, cols)
+        self.wrapped = False
+        self.runs = None
+
+    def _make_cells(self) -> None:
+        assert self._plain is not None
+        text, attr, cols = self._plain
+        self._plain = None
+        n = len(text)
+        _ROW_CHARS.__set__(self, [*text, *(" " * (cols - n))])
+        _ROW_ATTRS.__set__(self, [attr] * n + [DEFAULT_ATTR if attr[1] == -1 else blank_attr(attr)] * (cols - n))
+
+    @property
+    def chars(self) -> list[str]:
+        if self._plain is not None:
+            self._make_cells()
+        return _ROW_CHARS.__get__(self)
+
+    @chars.setter
+    def chars(self, value: list[str]) -> None:
+        if self._plain is not None:
+            self._make_cells()
+        _ROW_CHARS.__set__(self, value)
+
+    @property
+    def attrs(self) -> list[Attr]:
+        if self._plain is not None:
+            self._make_cells()
+        return _ROW_ATTRS.__get__(self)
+
+    @attrs.setter
+    def attrs(self, value: list[Attr]) -> None:
+        if self._plain is not None:
+            self._make_cells()
+        _ROW_ATTRS.__set__(self, value)
+
+
 class _SavedCursor:
     """What DECSC saves and DECRC restores (xterm: position, attributes, charsets, wrap, origin)."""
 
@@ -516,9 +565,115 @@ class PythonCore(TerminalCore):
     def _process_plain_lines(self, lines: list[str]) -> None:
         """The flood path: printable lines joined by CR LF, no escape sequence, no other control.
 
-        `str.split` and `str.isprintable` did the tokenising in C; each line is a slice assignment
-        into its row (when it is ASCII and fits) and each CR LF a scroll that reuses a row.
+        `str.split` and `str.isprintable` did the tokenising in C. Many lines that scroll the whole
+        main screen go at once (`_plain_lines_at_once`) once the cursor is on the bottom row; the rest
+        one by one (`_plain_lines_one_by_one`).
         """
+        rows = self.rows
+        if (
+            len(lines) > 2 * rows + 2
+            and self.lines is self._main
+            and self.top == 0
+            and self.bottom == rows - 1
+            and self._translate is None
+            and not self.insert_mode
+        ):
+            lead = rows - self.cy  # lines whose CR LF takes the cursor to the bottom row, the last one scrolling
+            rest = lines[lead:]
+            if max(map(len, rest)) <= self.cols and all(map(str.isascii, rest)):
+                self._plain_lines_one_by_one([*lines[:lead], ""])
+                self._plain_lines_at_once(rest)
+                return
+        self._plain_lines_one_by_one(lines)
+
+    def _plain_lines_at_once(self, lines: list[str]) -> None:
+        """More than a screen of ASCII lines that fit a row, the cursor at the start of a bottom row that
+        a scroll just made blank: the state that writing and scrolling them one by one would leave.
+
+        The last screenful become the screen's rows; the lines before them go to the history as
+        `_PlainRow`s (text only), and only as many as the history keeps (its trimming is counted, not
+        run line by line).
+        """
+        screen = self._main
+        cols, rows = self.cols, self.rows
+        attr = self.attr
+        count = len(lines)
+        pushes = count - 1  # one scroll per CR LF: the screen's rows above the bottom one, then the lines
+        to_history = count - rows  # lines that scroll off the screen
+        spares = self._spare_rows
+        if self.scrollback_limit:
+            kept, offset = self._history_after(pushes)
+            mine = min(kept, pushes)  # this call's rows the history keeps (the newest)
+            tail: list[Row] = []
+            if mine > to_history:
+                tail.extend(screen[rows - 1 - (mine - to_history) : rows - 1])
+            tail.extend([_PlainRow(text, attr, cols) for text in lines[max(0, to_history - mine) : to_history]])
+            history = self.scrollback
+            gone = len(history) - (kept - mine)
+            if gone >= len(history):
+                history.clear()
+            else:
+                popleft = history.popleft
+                for _ in range(gone):
+                    old = popleft()
+                    if type(old) is Row:
+                        spares.append(old)
+            history.extend(tail)
+            self._scroll_offset = offset
+            if len(spares) > self._history_cap:
+                del spares[: -self._history_cap]
+        blank = DEFAULT_ATTR if attr[1] == -1 else blank_attr(attr)
+        blank_chars = self._blank_chars
+        fresh: list[Row] = []
+        for text in lines[-rows:]:
+            row: Row | None = spares.pop() if spares else None
+            if row is None or len(row.chars) != cols:
+                row = Row(cols)
+            n = len(text)
+            chars = row.chars
+            chars[:] = blank_chars
+            chars[:n] = text
+            row.attrs[:] = [attr] * n + [blank] * (cols - n)
+            row.wrapped = False
+            row.runs = None
+            fresh.append(row)
+        screen[:] = fresh
+        last = lines[-1]
+        n = len(last)
+        self.cy = rows - 1
+        if n == cols:
+            self.cx = cols - 1
+            self.wrap_pending = self.autowrap
+        else:
+            self.cx = n
+            self.wrap_pending = False
+        self._last_char = last[-1] if last else ""
+        self._all_dirty = True
+
+    def _history_after(self, pushes: int) -> tuple[int, int]:
+        """The history's length and the view's offset after `pushes` rows went to it one by one, as
+        `_scroll_screen` and `_trim_history` would leave them."""
+        length, offset = len(self.scrollback), self._scroll_offset
+        cap, limit = self._history_cap, self.scrollback_limit
+        while pushes:
+            room = cap - length  # rows that go in before one makes the history trim
+            if pushes <= room:
+                length += pushes
+                if offset:
+                    offset += pushes
+                break
+            pushes -= room + 1
+            if offset:
+                offset += room
+            length = limit
+            offset = min(offset, length)
+            if offset:
+                offset = min(offset + 1, length)
+        return length, offset
+
+    def _plain_lines_one_by_one(self, lines: list[str]) -> None:
+        """Plain lines one at a time: each a slice assignment into its row (when it is ASCII and fits)
+        and each CR LF a scroll that reuses a row."""
         dirty = self._dirty
         screen, cols, rows, bottom, attr, inline_print, inline_scroll = self._hot_state()
         last = len(lines) - 1
