@@ -20,7 +20,6 @@ import asyncio
 import base64
 import os
 import posixpath
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,26 +29,28 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.suggester import Suggester
 from textual.timer import Timer
-from textual.widgets import Input, ProgressBar, Static, Tree
+from textual.widgets import Input, Static, Tree
 
 from bbrowse.client import BadRequest, ClientError, Conflict, NotFound, SessionGone, is_symlink, parse_mode
 from bbrowse.humanize import absolute_time, human_bytes
+from bbrowse.transfer import save_stream
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.dialogs.save import SaveScreen
+from bbrowse.tui.file_paths import dir_label, instance_path, is_inside, mode_bits, parent_of
 from bbrowse.tui.panes.base import HintLine, SessionPane
-from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileViewer
+from bbrowse.tui.widgets.question_line import PathInput, PromptInput, QuestionLine
+from bbrowse.tui.widgets.transfer_bar import TransferBar
 from bbrowse.uploads import UploadPlan, plan, upload
 from bbrowse.wire import FileInfo
 
+__all__ = ["FilesPane", "PromptInput"]
+
 HINT = ("enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload · "
         "u upload · n mkdir · R move · d delete · c chmod · z zip")
-#: Seconds the finished progress bar stays up, so the user sees where the file went.
-SAVED_BAR_SECONDS = 6.0
 #: A zip of a directory at least this large (before compression) is asked about first, with its size.
 LARGE_ZIP_BYTES = 100 * 1024 * 1024
 #: How long `du` may measure a directory before a zip (then: "could not be measured in time").
@@ -58,67 +59,6 @@ ZIP_SIZE_SECONDS = 5
 WATCH_SETTLE_SECONDS = 0.15
 #: After a watch fails, wait this long (doubling, up to the maximum) before watching again.
 WATCH_RETRY_SECONDS, WATCH_RETRY_MAX_SECONDS = 1.0, 30.0
-#: Progress bars are redrawn at most this often.
-PROGRESS_EVERY_SECONDS = 0.05
-
-
-def dir_label(directory: str) -> str:
-    """A directory as shown in questions: with one trailing slash (`/`, never `//`)."""
-    return directory.rstrip("/") + "/"
-
-
-def mode_bits(mode: str) -> int | None:
-    """Permission bits of an `ls -l` style mode ("-rwxr-xr-x", "drwxrwsr-t") or octal text ("755")."""
-    text = mode.strip()
-    if text and all(c in "01234567" for c in text):
-        return int(text, 8) if int(text, 8) <= 0o7777 else None
-    if len(text) != 10:
-        return None
-    bits = 0
-    for index, (char, bit) in enumerate(zip(text[1:], (0o400, 0o200, 0o100, 0o40, 0o20, 0o10, 0o4, 0o2, 0o1),
-                                            strict=True)):
-        special = (0o4000, 0o2000, 0o1000)[index // 3] if index % 3 == 2 else 0
-        if char in "rwx":
-            bits |= bit
-        elif char in "st":
-            bits |= bit | special
-        elif char in "ST":
-            bits |= special
-        elif char != "-":
-            return None
-    return bits
-
-
-class LocalPathSuggester(Suggester):
-    """Completes a local path as a shell does: the rest of the only match, else what all matches share."""
-
-    def __init__(self) -> None:
-        super().__init__(use_cache=False, case_sensitive=True)
-
-    async def get_suggestion(self, value: str) -> str | None:
-        return await asyncio.to_thread(complete_local_path, value)
-
-
-def complete_local_path(value: str) -> str | None:
-    """`value` completed from the local filesystem (directories end with '/'), None when nothing fits."""
-    if not value:
-        return None
-    expanded = os.path.expanduser(value)
-    directory, prefix = os.path.split(expanded)
-    try:
-        names = sorted(n for n in os.listdir(directory or ".") if n.startswith(prefix))
-    except OSError:
-        return None
-    if not prefix:
-        names = [n for n in names if not n.startswith(".")]
-    if not names:
-        return None
-    shared = os.path.commonprefix(names)  # noqa: RUF071 - names share characters, not path components
-    if len(names) == 1 and os.path.isdir(os.path.join(directory or ".", shared)):
-        shared += "/"
-    if len(shared) <= len(prefix):
-        return None
-    return value + shared[len(prefix):]
 
 
 def describe_info(info: FileInfo) -> Text:
@@ -133,44 +73,58 @@ def describe_info(info: FileInfo) -> Text:
     return text
 
 
-class PathInput(Input):
-    """The go-to-path field: enter goes, escape closes it (instead of leaving the session screen)."""
+# What the workers report (the handlers of the mounted pane draw it) ---------------------------------
 
-    BINDINGS = [Binding("escape", "close", "Cancel", show=False)]
-
-    class Closed(Message):
-        """Escape in the field."""
-
-        def __init__(self, field: PathInput) -> None:
-            super().__init__()
-            self.field = field
-
-        @property
-        def control(self) -> PathInput:
-            return self.field
-
-    def action_close(self) -> None:
-        self.post_message(self.Closed(self))
+class WorkingDirectoryFound(Message):
+    def __init__(self, directory: str | None) -> None:
+        super().__init__()
+        self.directory = directory
 
 
-class PromptInput(PathInput):
-    """The file manager's question (a path, a name, a mode): enter answers, esc cancels, tab completes a
-    local path."""
+class PathResolved(Message):
+    """`g`'s path: its `file_info`, or why not."""
 
-    BINDINGS = [Binding("tab", "complete", "Complete path", id="files.complete")]
+    def __init__(self, info: FileInfo | ClientError) -> None:
+        super().__init__()
+        self.info = info
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "complete":
-            return self.suggester is not None
-        return True
 
-    def action_complete(self) -> None:
-        self.cursor_position = len(self.value)
-        self.action_cursor_right()  # at the end, takes the suggestion shown
+class InfoFetched(Message):
+    def __init__(self, path: str, info: FileInfo | ClientError) -> None:
+        super().__init__()
+        self.path = path
+        self.info = info
+
+
+class AnswerRefused(Message):
+    """The service (or the local disk) refused what the question line asked for: said under the question."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class InstanceChanged(Message):
+    """An operation changed these directories: list them again (and highlight `highlight` once listed)."""
+
+    def __init__(self, *directories: str, highlight: str | None = None, close_question: bool = False,
+                 info_of: str | None = None) -> None:
+        super().__init__()
+        self.directories = directories
+        self.highlight = highlight
+        self.close_question = close_question
+        self.info_of = info_of
+
+
+class WatchSaw(Message):
+    """The watch saw a change in `directory`."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
 
 
 class FilesPane(SessionPane):
-    DRAWN_INTO = ("RemoteFileTree", "FileViewer", "PathInput", "#files-info", "#files-goto-error")
     BINDINGS = [
         Binding("g", "goto", "Go to path", id="files.goto"),
         Binding("tilde", "home", "Work dir", id="files.home"),
@@ -200,9 +154,7 @@ class FilesPane(SessionPane):
     FilesPane #files-prompt-error { height: auto; color: $text-error; }
     FilesPane #files-info { height: auto; min-height: 4; padding: 0 1; background: $panel; }
     FilesPane #files-right { width: 1fr; }
-    FilesPane #files-progress { height: auto; display: none; padding: 0 1; }
-    FilesPane #files-progress.active { display: block; }
-    FilesPane #files-progress ProgressBar { width: 1fr; }
+    FilesPane #files-progress { padding: 0 1; }
     """
 
     def __init__(self, session_id: str) -> None:
@@ -214,12 +166,8 @@ class FilesPane(SessionPane):
         self.watching: str | None = None
         self._dirty: set[str] = set()
         self._flush_timer: Timer | None = None
-        #: The open question: what answers it (`_answer_*`) and what it is about.
-        self._prompt_kind: str | None = None
-        self._prompt_about: str = ""
         #: An entry to highlight once its directory has been listed again (after making or moving it).
         self._highlight_later: str | None = None
-        self._progress_shown_at = 0.0
 
     def compose(self) -> ComposeResult:
         yield HintLine(HINT, id="files-hint")
@@ -227,17 +175,12 @@ class FilesPane(SessionPane):
             with Vertical(id="files-left"):
                 yield PathInput(placeholder="path on the instance, enter to go, esc to cancel", id="files-goto")
                 yield Static("", id="files-goto-error", markup=False)
-                with Vertical(id="files-prompt"):
-                    yield Static("", id="files-prompt-label", markup=False)
-                    yield PromptInput(id="files-prompt-input")
-                    yield Static("", id="files-prompt-error", markup=False)
+                yield QuestionLine(id="files-prompt")
                 yield RemoteFileTree(self.session_id, None, id="files-tree")
                 yield Static("", id="files-info", markup=False)
             with Vertical(id="files-right"):
                 yield FileViewer(self.session_id, id="files-viewer")
-                with Vertical(id="files-progress"):
-                    yield Static("", id="files-progress-label", markup=False)
-                    yield ProgressBar(id="files-progress-bar", show_eta=True)
+                yield TransferBar(id="files-progress")
 
     @property
     def file_tree(self) -> RemoteFileTree:
@@ -246,6 +189,14 @@ class FilesPane(SessionPane):
     @property
     def viewer(self) -> FileViewer:
         return self.query_one(FileViewer)
+
+    @property
+    def question(self) -> QuestionLine:
+        return self.query_one(QuestionLine)
+
+    @property
+    def progress(self) -> TransferBar:
+        return self.query_one(TransferBar)
 
     def on_mount(self) -> None:
         self._start_at_working_directory()
@@ -279,9 +230,11 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-nav")
     async def _start_at_working_directory(self) -> None:
-        directory = await self._working_directory()
-        if self.in_place():
-            self.file_tree.set_root(directory or "/")
+        self.post_message(WorkingDirectoryFound(await self._working_directory()))
+
+    @on(WorkingDirectoryFound)
+    def _working_directory_found(self, message: WorkingDirectoryFound) -> None:
+        self.file_tree.set_root(message.directory or "/")
 
     def action_home(self) -> None:
         self._start_at_working_directory()
@@ -313,7 +266,7 @@ class FilesPane(SessionPane):
         if not typed:
             self._close_goto()
             return
-        self._go(posixpath.normpath(posixpath.join(self.file_tree.root_path, typed)))
+        self._go(instance_path(typed, self.file_tree.root_path))
 
     @work(exclusive=True, group="files-nav")
     async def _go(self, path: str) -> None:
@@ -322,8 +275,11 @@ class FilesPane(SessionPane):
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             info = error
-        if not self.in_place():
-            return
+        self.post_message(PathResolved(info))
+
+    @on(PathResolved)
+    def _resolved(self, message: PathResolved) -> None:
+        info = message.info
         if isinstance(info, ClientError):
             error_box = self.query_one("#files-goto-error", Static)
             error_box.update(Text(str(info)))
@@ -334,7 +290,7 @@ class FilesPane(SessionPane):
             self.file_tree.set_root(info.path, info)
         else:
             self._highlight_later = info.path  # the file opened is the one s, d, R and c then act on
-            self.file_tree.set_root(posixpath.dirname(info.path) or "/")
+            self.file_tree.set_root(parent_of(info.path))
             self._open(info.path, info.size_bytes)
 
     # info and viewer ------------------------------------------------------------
@@ -355,13 +311,16 @@ class FilesPane(SessionPane):
             info = await self.client.fs.file_info(self.session_id, path)
         except ClientError as error:
             info = error
-        if not self.in_place():
-            return
+        self.post_message(InfoFetched(path, info))
+
+    @on(InfoFetched)
+    def _info_fetched(self, message: InfoFetched) -> None:
+        info = message.info
         if isinstance(info, ClientError):
-            self.query_one("#files-info", Static).update(Text(f"{path}\n{info}", style="red"))
+            self.query_one("#files-info", Static).update(Text(f"{message.path}\n{info}", style="red"))
             return
         node = self.file_tree.cursor_node
-        if node is not None and node.data is not None and node.data.path == path:
+        if node is not None and node.data is not None and node.data.path == message.path:
             node.data.info = info
             self._show_info(info)
 
@@ -406,70 +365,25 @@ class FilesPane(SessionPane):
 
         def chosen(target: Path | None) -> None:
             if target is not None:
-                self._save(path, target)
+                self._save(path, target, self.progress)
 
         self.app.push_screen(SaveScreen(f"Save {posixpath.basename(path) or path}", posixpath.basename(path) or "file",
                                         what=f"{path} on the instance"), chosen)
 
     @work(exclusive=True, group="files-save")
-    async def _save(self, path: str, target: Path) -> None:
-        client = self.client
-        box = self.query_one("#files-progress")
-        label = self.query_one("#files-progress-label", Static)
-        bar = self.query_one("#files-progress-bar", ProgressBar)
-        partial = partial_path(target)
-        received = 0
-        box.add_class("active")
-        label.update(Text(f"Saving {path} → {target}"))
+    async def _save(self, path: str, target: Path, bar: TransferBar) -> None:
+        fs = self.client.fs
         try:
-            info = await client.fs.file_info(self.session_id, path)
-            bar.update(total=info.size_bytes or None, progress=0)
-            shown_at = 0.0
-            with partial.open("wb") as out:
-                async with client.fs.read_file(self.session_id, path) as chunks:
-                    async for chunk in chunks:
-                        out.write(chunk)
-                        received += len(chunk)
-                        now = time.monotonic()
-                        if now - shown_at > 0.05:
-                            shown_at = now
-                            bar.update(progress=received)
-            target = commit(partial, target)
+            info = await fs.file_info(self.session_id, path)
+            bar.begin(f"Saving {path} → {target}", info.size_bytes)
+            target, size = await save_stream(fs.read_file(self.session_id, path), target, bar.report)
         except (ClientError, OSError) as error:
-            partial.unlink(missing_ok=True)
-            box.remove_class("active")
+            bar.end(None)
             services(self).report_error(error, f"Could not save {path}")
             return
-        bar.update(total=max(received, 1) if not info.size_bytes else info.size_bytes, progress=received)
-        label.update(Text(f"Saved {human_bytes(received)} to {target}"))
+        bar.end(f"Saved {human_bytes(size)} to {target}", size)
         self.last_saved = target
         self.notify(str(target), title=f"Saved {posixpath.basename(path)}")
-        self.set_timer(SAVED_BAR_SECONDS, lambda: box.remove_class("active"))
-
-    # progress -----------------------------------------------------------------
-
-    def _progress_begin(self, text: str, total: int | None) -> None:
-        self.query_one("#files-progress").add_class("active")
-        self.query_one("#files-progress-label", Static).update(Text(text))
-        self.query_one("#files-progress-bar", ProgressBar).update(total=total or None, progress=0)
-        self._progress_shown_at = 0.0
-
-    def _progress_at(self, done: int) -> None:
-        """Move the bar (at most every PROGRESS_EVERY_SECONDS: a transfer calls this per chunk)."""
-        now = time.monotonic()
-        if now - self._progress_shown_at >= PROGRESS_EVERY_SECONDS:
-            self._progress_shown_at = now
-            self.query_one("#files-progress-bar", ProgressBar).update(progress=done)
-
-    def _progress_end(self, text: str | None, done: int = 0) -> None:
-        """The finished bar with `text` for a few seconds, or (None) gone at once after a failure."""
-        box = self.query_one("#files-progress")
-        if text is None:
-            box.remove_class("active")
-            return
-        self.query_one("#files-progress-bar", ProgressBar).update(total=max(done, 1), progress=max(done, 1))
-        self.query_one("#files-progress-label", Static).update(Text(text))
-        self.set_timer(SAVED_BAR_SECONDS, lambda: box.remove_class("active"))
 
     # where operations act -----------------------------------------------------
 
@@ -488,11 +402,21 @@ class FilesPane(SessionPane):
             return self.file_tree.root_path
         if entry.placeholder or entry.is_dir:
             return entry.path
-        return posixpath.dirname(entry.path) or "/"
+        return parent_of(entry.path)
 
-    def _changed_dirs(self, *paths: str) -> None:
+    @on(InstanceChanged)
+    def _instance_changed(self, message: InstanceChanged) -> None:
         """List these directories again now (the watch would too, a moment later, or not at all)."""
-        for path in paths:
+        if message.close_question:
+            self._close_question()
+        if message.highlight is not None:
+            self._highlight_later = message.highlight
+        self._relist(*message.directories)
+        if message.info_of is not None:
+            self._fetch_info(message.info_of)
+
+    def _relist(self, *directories: str) -> None:
+        for path in directories:
             self.file_tree.refresh_directory(path)
 
     @on(RemoteFileTree.DirectoryLoaded)
@@ -506,47 +430,23 @@ class FilesPane(SessionPane):
 
     # the question line ----------------------------------------------------------
 
-    def _ask(self, kind: str, question: str, value: str, about: str = "", *, local_paths: bool = False) -> None:
-        """Open the question line: `kind` picks the `_answer_<kind>` that gets the typed text."""
-        self._prompt_kind, self._prompt_about = kind, about
-        self.query_one("#files-prompt-label", Static).update(Text(question))
-        self.query_one("#files-prompt-error", Static).update("")
-        field = self.query_one(PromptInput)
-        field.suggester = LocalPathSuggester() if local_paths else None
-        field.value = value
-        self.query_one("#files-prompt").add_class("open")
-        field.focus()
-        field.cursor_position = len(value)
-
-    def _close_prompt(self) -> None:
-        self._prompt_kind = None
-        self.query_one("#files-prompt").remove_class("open")
+    def _close_question(self) -> None:
+        self.question.close()
         self.file_tree.focus()
 
-    def _prompt_error(self, text: str) -> None:
-        self.query_one("#files-prompt-error", Static).update(Text(text))
-
-    @on(PathInput.Closed, "#files-prompt-input")
-    def _prompt_cancelled(self, event: PathInput.Closed) -> None:
+    @on(QuestionLine.Cancelled)
+    def _question_cancelled(self, event: QuestionLine.Cancelled) -> None:
         event.stop()
-        self._close_prompt()
+        self.file_tree.focus()
 
-    @on(Input.Submitted, "#files-prompt-input")
-    def _prompt_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        kind = self._prompt_kind
-        if kind is not None:
-            getattr(self, f"_answer_{kind}")(event.value.strip(), self._prompt_about)
-
-    def _instance_path(self, typed: str, base: str) -> str:
-        """A path typed for the instance: absolute as is, else from `base`; normalised."""
-        return posixpath.normpath(posixpath.join(base, typed))
+    @on(AnswerRefused)
+    def _answer_refused(self, message: AnswerRefused) -> None:
+        self.question.error(message.text)
 
     def _outside(self, typed: str, target: str, base: str, verb: str, then: Callable[[], object]) -> None:
         """Run `then` at once when `target` (resolved from `typed`) stays inside `base`; else show where it
-        resolves to and ask first (`../../etc/x` typed in /workspace must not land in /etc unseen)."""
-        inside = target == base or target.startswith(dir_label(base))
-        if inside:
+        resolves to and ask first (`../../etc/x` typed in /work must not land in /etc unseen)."""
+        if is_inside(target, base):
             then()
             return
 
@@ -563,12 +463,12 @@ class FilesPane(SessionPane):
     def action_upload(self) -> None:
         directory = self.current_directory()
         start = os.getcwd().rstrip("/") + "/"
-        self._ask("upload", f"Upload into {dir_label(directory)} · a local file or directory (tab completes):", start,
-                  directory, local_paths=True)
+        self.question.ask(f"Upload into {dir_label(directory)} · a local file or directory (tab completes):", start,
+                          lambda typed: self._answer_upload(typed, directory), local_paths=True)
 
     def _answer_upload(self, typed: str, directory: str) -> None:
         if not typed:
-            self._prompt_error("Type the path of a local file or directory.")
+            self.question.error("Type the path of a local file or directory.")
             return
         self._prepare_upload(Path(os.path.expanduser(typed)), directory)
 
@@ -577,10 +477,10 @@ class FilesPane(SessionPane):
         try:
             what = await asyncio.to_thread(plan, local)
         except OSError as error:
-            self._prompt_error(f"{error.filename or local}: {error.strerror or error}")
+            self.post_message(AnswerRefused(f"{error.filename or local}: {error.strerror or error}"))
             return
         target = posixpath.join(directory, what.name)
-        self._close_prompt()
+        self.post_message(InstanceChanged(close_question=True))
         try:
             existing = await self.client.fs.file_info(self.session_id, target)
         except NotFound:
@@ -589,43 +489,43 @@ class FilesPane(SessionPane):
             services(self).report_error(error, f"Could not upload to {target}")
             return
         if existing is None:
-            self._upload(what, target)
+            self._upload(what, target, self.progress)
             return
         kind = "directory" if existing.is_dir else "file"
         merge = " (files of the same name are replaced, others stay)" if existing.is_dir and what.is_dir else ""
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._upload(what, target)
+                self._upload(what, target, self.progress)
 
         self.app.push_screen(ConfirmScreen(f"{target} exists on the instance ({kind}). Upload "
                                            f"{what.describe()} over it{merge}?", "Upload"), answered)
 
     @work(exclusive=True, group="files-transfer")
-    async def _upload(self, what: UploadPlan, target: str) -> None:
-        self._progress_begin(f"Uploading {what.local} → {target}", what.size)
+    async def _upload(self, what: UploadPlan, target: str, bar: TransferBar) -> None:
+        bar.begin(f"Uploading {what.local} → {target}", what.size)
         try:
-            await upload(self.client.fs, self.session_id, what, target, progress=self._progress_at)
+            await upload(self.client.fs, self.session_id, what, target, progress=bar.report)
         except ClientError as error:
-            self._progress_end(None)
+            bar.end(None)
             services(self).report_error(error, f"Could not upload {what.local}")
             return
-        self._progress_end(f"Uploaded {what.describe()} ({human_bytes(what.size)}) to {target}", what.size)
+        bar.end(f"Uploaded {what.describe()} ({human_bytes(what.size)}) to {target}", what.size)
         self.notify(target, title=f"Uploaded {what.describe()}")
-        self._highlight_later = target
-        self._changed_dirs(posixpath.dirname(target) or "/")
+        self.post_message(InstanceChanged(parent_of(target), highlight=target))
 
     # new directory, rename/move, mode ---------------------------------------------
 
     def action_new_directory(self) -> None:
         directory = self.current_directory()
-        self._ask("mkdir", f"New directory in {dir_label(directory)} (a name, or an absolute path):", "", directory)
+        self.question.ask(f"New directory in {dir_label(directory)} (a name, or an absolute path):", "",
+                          lambda typed: self._answer_mkdir(typed, directory))
 
     def _answer_mkdir(self, typed: str, directory: str) -> None:
         if not typed:
-            self._prompt_error("Type a name for the new directory.")
+            self.question.error("Type a name for the new directory.")
             return
-        target = self._instance_path(typed, directory)
+        target = instance_path(typed, directory)
         self._outside(typed, target, directory, "Make it", lambda: self._mkdir(target))
 
     @work(exclusive=True, group="files-prompt")
@@ -633,55 +533,54 @@ class FilesPane(SessionPane):
         try:
             await self.client.fs.create_directory(self.session_id, path)
         except ClientError as error:
-            self._prompt_error(str(error))
+            self.post_message(AnswerRefused(str(error)))
             return
-        self._close_prompt()
         self.notify(path, title="Directory made")
-        self._highlight_later = path
-        self._changed_dirs(posixpath.dirname(path) or "/")
+        self.post_message(InstanceChanged(parent_of(path), highlight=path, close_question=True))
 
     def action_move(self) -> None:
         entry = self.selected_entry()
         if entry is None or entry.path == self.file_tree.root_path:
             self.notify("Highlight a file or directory below the top of the tree first", severity="warning")
             return
-        self._ask("move", f"Rename or move {entry.path} to (a new name, or an absolute path):", entry.path,
-                  entry.path)
+        source = entry.path
+        self.question.ask(f"Rename or move {source} to (a new name, or an absolute path):", source,
+                          lambda typed: self._answer_move(typed, source))
 
     def _answer_move(self, typed: str, source: str) -> None:
         if not typed:
-            self._prompt_error("Type the new name or path.")
+            self.question.error("Type the new name or path.")
             return
-        base = posixpath.dirname(source) or "/"
-        target = self._instance_path(typed, base)
+        base = parent_of(source)
+        target = instance_path(typed, base)
         if target == source:
-            self._close_prompt()
+            self._close_question()
             return
         self._outside(typed if typed != source else target, target, base, "Move it",
-                      lambda: self._move(source, target, overwrite=False))
+                      lambda: self._move(source, target, overwrite=False, asked=self.question.is_open))
 
     @work(exclusive=True, group="files-prompt")
-    async def _move(self, source: str, target: str, *, overwrite: bool) -> None:
+    async def _move(self, source: str, target: str, *, overwrite: bool, asked: bool) -> None:
+        """`asked`: the question line is open for this move (its errors go there, else to a notice)."""
         try:
             await self.client.fs.move(self.session_id, source, target, overwrite=overwrite)
         except Conflict:
             def answered(yes: bool | None) -> None:
                 if yes:
-                    self._move(source, target, overwrite=True)
+                    self._move(source, target, overwrite=True, asked=self.question.is_open)
 
             self.app.push_screen(ConfirmScreen(f"{target} already exists. Replace it with {source}?", "Replace"),
                                  answered)
             return
         except ClientError as error:
-            self._prompt_error(str(error))
-            if self._prompt_kind is None:
+            if asked:
+                self.post_message(AnswerRefused(str(error)))
+            else:
                 services(self).report_error(error, f"Could not move {source}")
             return
-        if self._prompt_kind == "move":
-            self._close_prompt()
         self.notify(f"{source} → {target}", title="Moved")
-        self._highlight_later = target
-        self._changed_dirs(posixpath.dirname(source) or "/", posixpath.dirname(target) or "/")
+        self.post_message(InstanceChanged(parent_of(source), parent_of(target), highlight=target,
+                                          close_question=asked))
 
     def action_chmod(self) -> None:
         entry = self.selected_entry()
@@ -691,13 +590,14 @@ class FilesPane(SessionPane):
         mode = parse_mode(entry.info.mode) if entry.info is not None else None  # ls -l or Go's form (Kernel)
         current = mode.bits if mode is not None else None
         shown = f" (now {mode.ls()})" if mode is not None else ""
-        self._ask("chmod", f"Mode of {entry.path}{shown}, in octal:",
-                  format(current, "o") if current is not None else "", entry.path)
+        path = entry.path
+        self.question.ask(f"Mode of {path}{shown}, in octal:", format(current, "o") if current is not None else "",
+                          lambda typed: self._answer_chmod(typed, path))
 
     def _answer_chmod(self, typed: str, path: str) -> None:
         bits = mode_bits(typed) if typed else None
         if bits is None or not typed.isdigit():
-            self._prompt_error("Type an octal mode such as 644 or 755.")
+            self.question.error("Type an octal mode such as 644 or 755.")
             return
         self._chmod(path, typed)
 
@@ -706,12 +606,10 @@ class FilesPane(SessionPane):
         try:
             await self.client.fs.set_file_permissions(self.session_id, path, mode)
         except ClientError as error:
-            self._prompt_error(str(error))
+            self.post_message(AnswerRefused(str(error)))
             return
-        self._close_prompt()
         self.notify(f"{path} is now {mode}", title="Mode changed")
-        self._changed_dirs(posixpath.dirname(path) or "/")
-        self._fetch_info(path)
+        self.post_message(InstanceChanged(parent_of(path), close_question=True, info_of=path))
 
     # delete -------------------------------------------------------------------
 
@@ -748,7 +646,7 @@ class FilesPane(SessionPane):
             services(self).report_error(error, f"Could not delete {path}")
             return
         self.notify(path, title="Deleted")
-        self._changed_dirs(posixpath.dirname(path) or "/")
+        self.post_message(InstanceChanged(parent_of(path)))
 
     # zip ------------------------------------------------------------------------
 
@@ -759,6 +657,7 @@ class FilesPane(SessionPane):
     async def _zip_asking(self, directory: str) -> None:
         """Say how large first (du on the instance, bounded): a zip of `/` is the whole instance."""
         name = posixpath.basename(directory.rstrip("/")) or "root"
+        bar = self.progress
         self.notify(f"Measuring {dir_label(directory)}…", timeout=2, markup=False)
         size, exact = await self._size_of(directory)
         if size is None:
@@ -772,7 +671,7 @@ class FilesPane(SessionPane):
 
         def chosen(target: Path | None) -> None:
             if target is not None:
-                self._zip(directory, target)
+                self._zip(directory, target, bar)
 
         self.app.push_screen(SaveScreen(f"Download {dir_label(directory)} as a zip", f"{name}.zip",
                                         what=f"{dir_label(directory)} on the instance, everything in it, "
@@ -795,19 +694,16 @@ class FilesPane(SessionPane):
             return None, False
 
     @work(exclusive=True, group="files-transfer")
-    async def _zip(self, directory: str, target: Path) -> None:
-        partial = partial_path(target)
-        self._progress_begin(f"Zipping {directory} → {target}", None)
+    async def _zip(self, directory: str, target: Path, bar: TransferBar) -> None:
+        bar.begin(f"Zipping {directory} → {target}")
         try:
-            size = await self.client.fs.save_dir_zip(self.session_id, directory, partial,
-                                                         progress=self._progress_at)
-            target = commit(partial, target)
+            zipped = self.client.fs.download_dir_zip(self.session_id, directory, chunk_size=None)
+            target, size = await save_stream(zipped, target, bar.report)
         except (ClientError, OSError) as error:
-            partial.unlink(missing_ok=True)
-            self._progress_end(None)
+            bar.end(None)
             services(self).report_error(error, f"Could not download {directory}")
             return
-        self._progress_end(f"Saved {directory} as {target} ({human_bytes(size)})", size)
+        bar.end(f"Saved {directory} as {target} ({human_bytes(size)})", size)
         self.last_saved = target
         self.notify(str(target), title=f"Saved {posixpath.basename(directory.rstrip('/')) or '/'} as a zip")
 
@@ -828,9 +724,7 @@ class FilesPane(SessionPane):
                     self.watching = root
                     delay = WATCH_RETRY_SECONDS
                     async for event in events:
-                        self._dirty.add(posixpath.dirname(event.path.rstrip("/")) or "/")
-                        if self._flush_timer is None:
-                            self._flush_timer = self.set_timer(WATCH_SETTLE_SECONDS, self._flush_changes)
+                        self.post_message(WatchSaw(parent_of(event.path.rstrip("/"))))
             except BadRequest:
                 if not recursive:
                     self.watching = None
@@ -845,7 +739,13 @@ class FilesPane(SessionPane):
             await asyncio.sleep(delay)  # the stream ended or failed (service restart, connection lost)
             delay = min(delay * 2, WATCH_RETRY_MAX_SECONDS)
 
+    @on(WatchSaw)
+    def _watch_saw(self, message: WatchSaw) -> None:
+        self._dirty.add(message.directory)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(WATCH_SETTLE_SECONDS, self._flush_changes)
+
     def _flush_changes(self) -> None:
         self._flush_timer = None
         dirty, self._dirty = self._dirty, set()
-        self._changed_dirs(*sorted(dirty))
+        self._relist(*sorted(dirty))
