@@ -8,16 +8,24 @@ from the half-cell canvas's own lines.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from app_support import PaneScreen, make_app, wait_for
 from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, write_page
 from browser_support import browser_session, needs_chromium
+from PIL import Image as PILImage
 from textual.events import MouseScrollDown
 from textual.widgets import Footer, Tabs
 
+from bbrowse.client import BrowserClient
+from bbrowse.client.screencast import Screencast
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
@@ -196,3 +204,125 @@ async def test_the_live_view_stops_when_the_session_is_deleted(service, http: ht
         shown = str(pane.query_one("#shot-error").render())
         assert "(404)" in shown or "(410)" in shown
         assert "paused" in str(pane.query_one("#shot-status").render())
+
+
+# pushed frames (Chromium's screencast through the session's cdp_ws_url) ----------------------------
+
+ANIMATED = """<!doctype html><body style="margin:0"><canvas id="c" width="1280" height="800"></canvas><script>
+const c = document.getElementById("c").getContext("2d"); let t = 0; window.animating = true;
+function frame() { if (!window.animating) return; t += 9;
+  c.fillStyle = `hsl(${t % 360},80%,50%)`; c.fillRect(0, 0, 1280, 800); requestAnimationFrame(frame); }
+frame();
+</script>"""
+
+
+class AnimatedPage(PageProbe):
+    ready = "window.animating === true"
+
+
+@pytest.mark.chromium
+@needs_chromium
+async def test_pushed_frames_are_drawn_dropped_for_a_slow_reader_and_stop_on_a_still_page(
+    service, browser: dict, pages
+) -> None:
+    client = BrowserClient(service.url, service.token)
+    async with AnimatedPage.showing(browser["cdp_ws_url"], pages.url("animated.html", ANIMATED)) as page:
+        # a reader four times slower than the page: it gets the newest frame each time, the rest are dropped
+        # and Chromium, acknowledged only on each take, does not run ahead of it
+        async with Screencast(client, browser["session_id"], max_width=160, max_height=100) as cast:
+            taken = []
+            for _ in range(6):
+                frame = await asyncio.wait_for(cast.next_frame(), 20)
+                assert frame is not None and frame.number == cast.received  # the newest, never an older one
+                taken.append(frame)
+                await asyncio.sleep(0.25)
+            assert cast.dropped > 0 and cast.taken == 6
+            assert cast.received <= cast.taken * 4 + 4, (cast.received, cast.taken)  # paced, not queued
+            picture = PILImage.open(io.BytesIO(taken[-1].jpeg))
+            assert picture.width <= 160 and picture.height <= 100  # scaled by Chromium, not by us
+            assert (taken[-1].device_width, taken[-1].device_height) == (1280, 800)
+
+        app = make_app(service)
+        async with app.run_test(size=(160, 45)) as pilot:
+            pane = await open_live_view(pilot, app, browser["session_id"])
+            await pilot.press("a")
+            await wait_for(pilot, lambda: pane.source == "screencast" and pane.frames >= 5, timeout=30,
+                           what="pushed frames drawn")
+            shown = str(pane.query_one("#shot-status").render())
+            assert "screencast" in shown and "1280×800 px" in shown
+            assert pane.view.geometry.image_width == 1280  # clicks map to the page's pixels, not the frame's
+            canvas = pane.view.query_one(HalfcellCanvas)
+            middle = canvas.geometry.cell_of(640, 400)
+            colours = set()
+            await wait_for(pilot, lambda: colours.add(drawn_cell(canvas, *middle)[1]) or len(colours) >= 3,
+                           timeout=20, what="the animation drawn")
+            # a still page sends nothing: no frame on the wire, nothing drawn
+            await page.evaluate("window.animating = false")
+            await pilot.pause(0.5)
+            wire, drawn = pane.wire_frames, pane.frames
+            await pilot.pause(1.0)
+            assert (pane.wire_frames, pane.frames) == (wire, drawn)
+            await pilot.press("a")
+            assert pane.source is None and "paused" in str(pane.query_one("#shot-status").render())
+
+
+class WebSocketRefusingProxy:
+    """A loopback HTTP proxy in front of the service that passes requests and refuses WebSocket upgrades
+    (403), as some corporate proxies do: the session's cdp_ws_url, made from the address the app used, is
+    then refused while every REST call works."""
+
+    def __init__(self, target_url: str) -> None:
+        parts = urlsplit(target_url)
+        self.target = (parts.hostname, parts.port)
+        self.server: asyncio.Server | None = None
+        self.refused = 0
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if b"upgrade: websocket" in head.lower():
+                self.refused += 1
+                writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                await writer.drain()
+                return
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+            up_writer.write(head)
+
+            async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+                with contextlib.suppress(OSError):
+                    while chunk := await source.read(65536):
+                        sink.write(chunk)
+                        await sink.drain()
+                sink.close()
+
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.mark.chromium
+@needs_chromium
+async def test_the_live_view_polls_screenshots_where_cdp_is_refused(service, browser: dict, page: PageProbe) -> None:
+    proxy = WebSocketRefusingProxy(service.url)
+    async with proxy as url:
+        app = make_app(SimpleNamespace(url=url, token=service.token))
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = await open_live_view(pilot, app, browser["session_id"])
+            await pilot.press("a")
+            await wait_for(pilot, lambda: pane.source == "polling" and pane.frames >= 2, timeout=30,
+                           what="frames from polled screenshots")
+            assert proxy.refused >= 1 and pane.wire_frames == 0
+            shown = str(pane.query_one("#shot-status").render())
+            assert "polling (CDP refused the connection (403))" in shown and "capture " in shown
+            assert pane.error is None  # a refused screencast is no failure: the pictures keep coming
+            canvas = pane.view.query_one(HalfcellCanvas)
+            assert is_red(drawn_cell(canvas, *canvas.geometry.cell_of(*BUTTON_AT))[1])

@@ -23,8 +23,9 @@ from textual_image._terminal import CellSize, get_cell_size
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.save import SaveScreen
-from bbrowse.tui.panes.screenshot import ScreenshotPane, parse_region
+from bbrowse.tui.panes.screenshot import CaptureFailed, FrameReady, LiveSource, ScreenshotPane, parse_region
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.widgets.image_view import decode_image
 from bbrowse.wire import ScreenshotRegion
 
 
@@ -89,13 +90,13 @@ async def test_capture_shows_the_image_live_view_region_and_save(
         assert abs((cells.columns * 10) / (cells.rows * 20) - width / height) < 0.1
         assert cells.columns == pane.view.size.width or cells.rows == pane.view.size.height  # fills one side
 
-        # live view: continuous by default, captures again on its own, then pauses
+        # live view: continuous by default, on the browser's pushed frames (a still page pushes one), then pauses
         first = pane.captured_at
         assert "continuous" in status(pane)
         await pilot.press("a")
         assert "● live" in status(pane)
         await wait_for(pilot, lambda: pane.captured_at is not None and pane.captured_at > first, timeout=20)
-        await wait_for(pilot, lambda: " fps" in status(pane) and "capture " in status(pane), timeout=20)
+        await wait_for(pilot, lambda: "● live · continuous · screencast" in status(pane), timeout=20)
         await pilot.press("a")
         assert "paused" in status(pane)
         await pilot.press("plus", "plus", "plus", "minus")
@@ -201,17 +202,20 @@ def test_snapshot_screenshot_pane(snap_compare) -> None:
 async def test_a_capture_that_ends_while_the_pane_is_taken_apart_draws_nothing(gone: str) -> None:
     """At exit (or when the session screen closes) the pane can still be attached after some or all of its
     children have gone; a capture finishing then drew into its missing failure box, or read its missing
-    picture, and the live loop's worker failed the app."""
+    picture, and the live loop's worker failed the app. The handlers draw into the widgets the pane holds:
+    into a removed one that draws nothing and raises nothing."""
     app = ShotApp()
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(ScreenshotPane)
-        drawn = pane.captured_at
         if gone == "*":
             await pane.remove_children()
         else:
             await pane.query_one(gone).remove()
         await pilot.pause()
-        pane.show_png(fixed_png())
-        pane._failed(RuntimeError("late"))
-        pane._update_status()
-        assert pane.captured_at == drawn  # nothing drawn, nothing raised
+        image = decode_image(fixed_png())
+        frame = FrameReady(image, image.size, png=fixed_png())
+        pane.post_message(frame)
+        pane.post_message(CaptureFailed(RuntimeError("late")))
+        pane.post_message(LiveSource("polling", "late"))
+        await pilot.pause()
+        assert frame.drawn.is_set() and pane.error is not None  # handled, nothing raised

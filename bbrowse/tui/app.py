@@ -581,6 +581,8 @@ class BbrowseApp(App):
             ("New session…", "Create a browser session, from any screen · key n on the sessions table",
              self.action_new_session),
             ("Sessions", "Back to the sessions table", self.action_show_sessions),
+            ("Session wall", "Every session (or those the filter shows) as live tiles · key w on the sessions table",
+             self.action_show_wall),
             ("Switch profile…", "Connect to another service: embedded, cloud or one of your profiles · key P",
              self.action_switch_profile),
             ("Change theme…", "Pick a theme; the choice is saved in the config file", self.action_change_theme),
@@ -615,6 +617,12 @@ class BbrowseApp(App):
     async def action_show_sessions(self) -> None:
         while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
             await self.pop_screen()
+
+    async def action_show_wall(self) -> None:
+        """The session wall, over the sessions table (whose filter and selection it uses)."""
+        await self.action_show_sessions()
+        if isinstance(self.screen, SessionsScreen):
+            self.screen.action_wall()
 
     # quitting ----------------------------------------------------------------
 

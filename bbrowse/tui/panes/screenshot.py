@@ -1,17 +1,23 @@
 """Screenshots of a session's browser: capture now, a live view, interact mode, a region, save.
 
-The live view captures continuously: the next capture starts when the last one is drawn (or, with an
-interval, that many seconds after the last one started), only while the tab is on screen; the status
-line shows frames per second and how long a capture takes. Interact mode (`i`, `esc` leaves) sends the
-mouse and keyboard to the browser: a click on the picture clicks the matching pixel, the wheel
-scrolls, typed text goes through `type` and special keys and chords through `press_key`; a mark
-shows where the browser's mouse is.
+The live view shows the browser's screen as Chromium pushes it (`Page.startScreencast` through the
+session's `cdp_ws_url`, see `bbrowse.client.screencast`), scaled by Chromium to what the pane can show;
+the next frame is taken only once the last one is drawn, so frames that came meanwhile are dropped,
+never queued, and a still page sends nothing. Where CDP cannot be reached (a proxy that passes no
+WebSocket, an older service), or with a region or an interval, it captures screenshots instead: the next
+when the last is drawn (or, with an interval, that many seconds after the last one started). It runs
+only while the tab is on screen; the status line says which (screencast or polling, and why), frames per
+second, and how long a capture takes. Interact mode (`i`, `esc` leaves) sends the mouse and keyboard to
+the browser: a click on the picture clicks the matching pixel of the page, the wheel scrolls, typed text
+goes through `type` and special keys and chords through `press_key`; a mark shows the browser's mouse.
 
 The picture is drawn inline (kitty/sixel where the terminal has them through textual-image, half-cell
-blocks otherwise with bbrowse's own fast canvas), scaled to the pane with its aspect ratio. A failed
-capture (no Chromium, a crashed browser, a region outside the viewport) is shown in the pane with the
-service's code and message and stays there until a capture works, so a live view that stops working
-says why.
+blocks otherwise with bbrowse's own canvas, which repaints only the rows that changed), scaled to the
+pane with its aspect ratio. A failed capture is shown in the pane with the service's code and message
+and stays there until a capture works, so a live view that stops working says why.
+
+Workers fetch and decode and post typed messages; the `@on` handlers draw. A message reaching a pane
+that is being taken apart draws into widgets it holds, which draws nothing and raises nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
+from bbrowse.client.screencast import Screencast
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.base import HintLine, SessionPane
@@ -50,6 +57,19 @@ RETRY_SECONDS = 1.0
 HIDDEN_POLL_SECONDS = 0.25
 #: Frames per second are counted over this many seconds.
 FPS_WINDOW_SECONDS = 2.0
+#: After the screencast could not start or dropped, poll this long before trying it again.
+SCREENCAST_RETRY_SECONDS = 10.0
+#: While no frame comes (a still page), the screencast loop looks this often whether the pane was resized
+#: or hidden, and asks where the mouse went after the last frame.
+SCREENCAST_IDLE_SECONDS = 0.25
+#: JPEG quality asked of the screencast (frames are scaled to the pane first: small and quick to decode).
+SCREENCAST_QUALITY = 80
+#: The browser's mouse is asked for at most this often while frames come.
+MOUSE_EVERY_SECONDS = 0.25
+#: A frame this large (JPEG bytes) is decoded off the event loop; smaller ones cost less than the hop.
+DECODE_IN_THREAD_BYTES = 64 * 1024
+#: How long a worker waits for its frame to be drawn before looking again (the app suspended or closing).
+DRAWN_TIMEOUT_SECONDS = 5.0
 
 
 def parse_region(text: str, viewport: tuple[int, int] | None = None) -> ScreenshotRegion | None:
@@ -95,8 +115,67 @@ class RegionInput(Input):
         self.post_message(self.Closed())
 
 
+# what the workers post ------------------------------------------------------------------------
+
+
+class FrameReady(Message):
+    """A decoded picture to draw: a screenshot (`png`) or a screencast frame (`png` None) standing for a
+    picture of `size`; `drawn` is set once the screen shows it (the worker then takes the next)."""
+
+    def __init__(self, image: PILImage.Image, size: tuple[int, int], *, png: bytes | None = None,
+                 capture_seconds: float | None = None, mouse: tuple[int, int] | None = None,
+                 mouse_known: bool = False, dropped: int | None = None) -> None:
+        super().__init__()
+        self.image = image
+        self.size = size
+        self.png = png
+        self.capture_seconds = capture_seconds
+        self.mouse = mouse
+        self.mouse_known = mouse_known
+        self.dropped = dropped
+        self.drawn = asyncio.Event()
+
+
+class CaptureFailed(Message):
+    def __init__(self, error: BaseException, prefix: str = "") -> None:
+        super().__init__()
+        self.error = error
+        self.prefix = prefix
+
+
+class CaptureDone(Message):
+    """A single capture (space) ended, well or not."""
+
+
+class LiveSource(Message):
+    """Where the live view's frames come from now: `screencast`, or `polling` with the reason."""
+
+    def __init__(self, source: str, reason: str | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.reason = reason
+
+
+class LiveEnded(Message):
+    """The session is gone: the live view stops."""
+
+
+class MouseAt(Message):
+    def __init__(self, position: tuple[int, int] | None) -> None:
+        super().__init__()
+        self.position = position
+
+
+class SaveReady(Message):
+    """A full screenshot taken to be saved (the live view's frames are scaled down)."""
+
+    def __init__(self, png: bytes, captured_at: datetime) -> None:
+        super().__init__()
+        self.png = png
+        self.captured_at = captured_at
+
+
 class ScreenshotPane(SessionPane, can_focus=True):
-    DRAWN_INTO = ("#shot-error", ImageView)
     BINDINGS = [
         Binding("space", "capture", "Capture", id="screenshot.capture"),
         Binding("c", "capture", "Capture", show=False, id="screenshot.capture_c"),
@@ -127,53 +206,73 @@ class ScreenshotPane(SessionPane, can_focus=True):
     ScreenshotPane #shot-hint { height: 1; color: $text-muted; padding: 0 1; }
     """
 
-    def __init__(self, session_id: str, *, auto_capture: bool = True, rendering: str | None = None) -> None:
+    def __init__(self, session_id: str, *, auto_capture: bool = True, rendering: str | None = None,
+                 screencast: bool = True) -> None:
         """`auto_capture`: take a first screenshot when the pane is first shown. `rendering`: force a
-        textual-image protocol (`halfcell`, `sixel`, `tgp`, `unicode`); default from the environment."""
+        textual-image protocol (`halfcell`, `sixel`, `tgp`, `unicode`); default from the environment.
+        `screencast`: False polls screenshots even where CDP is reachable (benchmarks compare the two)."""
         super().__init__(session_id)
         self.auto_capture = auto_capture
         self.rendering = rendering
+        self.screencast = screencast
         self.capture_region: ScreenshotRegion | None = None
         #: The browser's viewport (width, height) in pixels, once known: a region is checked against it.
         self.viewport: tuple[int, int] | None = None
         self.interval = DEFAULT_INTERVAL
         self.live = False
         self.capturing = False
-        #: The last good capture: PNG bytes, decoded image and when it was taken.
+        #: The last full screenshot's PNG (None while the live view shows screencast frames).
         self.png: bytes | None = None
+        #: The picture shown (a screencast frame is scaled down) and the size it stands for, in page pixels.
         self.image: PILImage.Image | None = None
+        self.image_size: tuple[int, int] | None = None
         self.captured_at: datetime | None = None
         #: The last failure shown in the pane ("code (status): message"), None after a good capture.
         self.error: str | None = None
         #: The last file saved (its local path).
         self.last_saved: Path | None = None
-        #: The browser's mouse in screen pixels at the last capture (None: unknown).
+        #: The browser's mouse in screen pixels (None: unknown).
         self.mouse: tuple[int, int] | None = None
-        #: Seconds the last capture took (request to PNG in hand), and when recent frames were drawn.
+        #: Seconds the last screenshot took (request to PNG in hand), and when recent frames were drawn.
         self.capture_seconds: float | None = None
         self.frame_times: deque[float] = deque(maxlen=240)
         #: Frames drawn since the pane was made (tests and benchmarks wait on it).
         self.frames = 0
+        #: Where live frames come from (`screencast`, `polling`; None before the live view ran) and why polling.
+        self.source: str | None = None
+        self.polling_reason: str | None = None
+        #: Screencast frames Chromium sent that were replaced by a newer one before the pane could draw them.
+        self.dropped = 0
         self.remote: RemoteInput | None = None
+        self._cast: Screencast | None = None
+        self._wire_frames_before = 0
         self._last_failure: BaseException | None = None
         self._shown_once = False
+        self._status = Static("", id="shot-status", markup=False)
+        self._region_error = Static("", id="shot-region-error", markup=False)
+        self._error_box = Static("", id="shot-error", markup=False)
+        self._hint = HintLine(HINT, id="shot-hint")
+        self._view: ImageView | None = None
 
     def compose(self) -> ComposeResult:
         configured = settings_of(self).screenshot  # [screenshot] interval and rendering
         self.interval = configured.interval
         self.rendering = self.rendering or configured.forced_rendering
-        yield Static("", id="shot-status", markup=False)
+        self._view = ImageView(rendering=self.rendering, id="shot-view")
+        yield self._status
         yield RegionInput(placeholder="x,y,width,height in pixels · empty = whole viewport · esc cancels",
                           id="shot-region")
-        yield Static("", id="shot-region-error", markup=False)
-        yield Static("", id="shot-error", markup=False)
+        yield self._region_error
+        yield self._error_box
         yield Static("No screenshot yet. Press space to capture, a for a live view.", id="shot-empty", markup=False)
-        yield ImageView(rendering=self.rendering, id="shot-view")
-        yield HintLine(HINT, id="shot-hint")
+        yield self._view
+        yield self._hint
 
     @property
     def view(self) -> ImageView:
-        return self.query_one(ImageView)
+        if self._view is None:
+            self._view = ImageView(rendering=self.rendering, id="shot-view")  # not composed yet (a unit test)
+        return self._view
 
     def on_mount(self) -> None:
         self._update_status()
@@ -194,7 +293,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self._shown_once = True
             self.action_capture()
 
-    # capturing ----------------------------------------------------------------
+    # the workers: fetch and decode, post what to draw (no widget is drawn into here) ---------
 
     def action_capture(self) -> None:
         if not self.capturing and not self.live:
@@ -205,23 +304,22 @@ class ScreenshotPane(SessionPane, can_focus=True):
     @work(group="screenshot-capture")
     async def _capture(self) -> None:
         try:
-            await self._capture_once()
+            await self._poll_once()
         finally:
-            self.capturing = False
-            self._update_status()
+            self.post_message(CaptureDone())
 
-    async def _capture_once(self) -> bool:
-        """Capture, decode and draw one frame (with the browser's mouse); False when it failed (shown)."""
-        computer = self.client.computer
+    async def _poll_once(self) -> BaseException | None:
+        """Capture and decode one screenshot (with the browser's mouse), post it and wait until it is drawn;
+        the failure (posted too) or None."""
         failure: BaseException | None = None
         prefix = ""
         started = time.perf_counter()
         where = asyncio.ensure_future(self._mouse_position())
         try:
-            png = await computer.screenshot(self.session_id, region=self.capture_region)
-            self.capture_seconds = time.perf_counter() - started
+            png = await self.client.computer.screenshot(self.session_id, region=self.capture_region)
+            seconds = time.perf_counter() - started
             same = png == self.png and self.image is not None  # a still page: nothing to decode or draw
-            image = self.image if same else await asyncio.to_thread(decode_image, png)
+            image = self.image if same and self.image is not None else await asyncio.to_thread(decode_image, png)
         except ClientError as error:
             failure = error
         except Exception as error:  # Pillow: the answer was not an image
@@ -229,25 +327,22 @@ class ScreenshotPane(SessionPane, can_focus=True):
         except BaseException:
             where.cancel()  # cancelled (live view stopped): the mouse question goes too
             raise
-        if not self.in_place():  # the pane went away meanwhile (the session screen closed, the app quit)
-            where.cancel()
-            return False
         if failure is not None:
             where.cancel()
-            self._failed(failure, prefix)
-            return False
-        self.mouse = await where
-        if not self.in_place():
-            return False
-        self.show_png(png, image=image)
-        if self.view.changed_rows != 0:  # nothing changed on screen: nothing to wait for
-            await self._drawn()
-            if not self.in_place():
-                return False
-        self.frames += 1
-        self.frame_times.append(time.monotonic())
-        self._update_status()
-        return True
+            self.post_message(CaptureFailed(failure, prefix))
+            return failure
+        mouse = await where
+        await self._draw(FrameReady(image, image.size, png=png, capture_seconds=seconds, mouse=mouse,
+                                    mouse_known=True))
+        return None
+
+    async def _draw(self, frame: FrameReady) -> None:
+        """Post `frame` and wait until it is on the screen (bounded: a closing app never draws it)."""
+        self.post_message(frame)
+        try:
+            await asyncio.wait_for(frame.drawn.wait(), DRAWN_TIMEOUT_SECONDS)
+        except TimeoutError:
+            pass  # the app is suspended or closing: carry on, the loop looks again
 
     async def _mouse_position(self) -> tuple[int, int] | None:
         try:
@@ -255,38 +350,189 @@ class ScreenshotPane(SessionPane, can_focus=True):
         except ClientError:
             return None  # an older service, or no pointer yet: no mark
 
-    async def _drawn(self) -> None:
-        """Wait until the screen has been refreshed with what was just shown."""
-        drawn = asyncio.Event()
-        self.call_after_refresh(drawn.set)
+    @property
+    def wire_frames(self) -> int:
+        """Screencast frames that came over the wire since the pane was made (drawn or dropped)."""
+        return self._wire_frames_before + (self._cast.received if self._cast is not None else 0)
+
+    def _visible(self) -> bool:
+        return self.is_on_screen and self.screen.is_current
+
+    def _wants_screencast(self) -> bool:
+        return self.screencast and self.capture_region is None and self.interval == 0
+
+    @work(exclusive=True, group="screenshot-live")
+    async def _live_loop(self) -> None:
+        """While live: follow the screencast, else capture (the next when the last is drawn, plus the interval)."""
+        screencast_at = 0.0  # when the screencast may be tried (again)
+        polling_said: str | None = None
+        while self.live:
+            if not self._visible():
+                await asyncio.sleep(HIDDEN_POLL_SECONDS)
+                continue
+            started = time.monotonic()
+            if self._wants_screencast() and started >= screencast_at:
+                try:
+                    await self._follow_screencast()
+                    polling_said = None
+                    continue
+                except (NotFound, SessionGone) as gone:
+                    self.post_message(CaptureFailed(gone))
+                    self.post_message(LiveEnded())
+                    return
+                except ClientError as error:  # ScreencastUnavailable, or the session could not be read
+                    screencast_at = time.monotonic() + SCREENCAST_RETRY_SECONDS
+                    reason = str(error)
+            elif not self.screencast:
+                reason = "screencast off"
+            elif self.capture_region is not None:
+                reason = "a region"
+            elif self.interval:
+                reason = f"every {self.interval}s"
+            else:
+                reason = polling_said or "screencast unavailable"
+            if reason != polling_said:
+                polling_said = reason
+                self.post_message(LiveSource("polling", reason))
+            failure = await self._poll_once()
+            if isinstance(failure, SessionGone | NotFound):
+                self.post_message(LiveEnded())  # the session was deleted: nothing will ever come back
+                return
+            pause = self.interval - (time.monotonic() - started) if failure is None else RETRY_SECONDS
+            if pause > 0:
+                await asyncio.sleep(pause)
+
+    async def _follow_screencast(self) -> None:
+        """Draw pushed frames until the live view stops, the tab is hidden or polling is asked for; raises
+        ScreencastUnavailable when CDP cannot be reached or drops."""
+        wanted = self.view.frame_pixels()
+        cast = Screencast(self.client, self.session_id, max_width=wanted[0] if wanted else None,
+                          max_height=wanted[1] if wanted else None, quality=SCREENCAST_QUALITY)
+        await cast.start()
+        self._cast = cast
+        self.post_message(LiveSource("screencast"))
+        mouse: asyncio.Task[None] | None = None
+        mouse_due, mouse_asked = True, 0.0
         try:
-            await asyncio.wait_for(drawn.wait(), 5)
-        except TimeoutError:
-            pass  # the app is suspended or closing: carry on, the loop looks again
+            while self.live and self._visible() and self._wants_screencast():
+                wanted = self.view.frame_pixels()
+                if wanted is not None and wanted != (cast.max_width, cast.max_height):
+                    await cast.resize(*wanted)
+                now = time.monotonic()
+                if mouse_due and (mouse is None or mouse.done()) and now - mouse_asked >= MOUSE_EVERY_SECONDS:
+                    mouse, mouse_due, mouse_asked = asyncio.ensure_future(self._post_mouse()), False, now
+                try:
+                    frame = await asyncio.wait_for(cast.next_frame(), SCREENCAST_IDLE_SECONDS)
+                except TimeoutError:
+                    continue
+                if frame is None:
+                    return
+                if len(frame.jpeg) > DECODE_IN_THREAD_BYTES:
+                    image = await asyncio.to_thread(decode_image, frame.jpeg)
+                else:
+                    image = decode_image(frame.jpeg)
+                size = (round(frame.device_width) or image.width, round(frame.device_height) or image.height)
+                mouse_due = True
+                await self._draw(FrameReady(image, size, dropped=cast.dropped))
+        finally:
+            if mouse is not None:
+                mouse.cancel()
+            self._cast = None
+            self._wire_frames_before += cast.received
+            await cast.stop()
+
+    async def _post_mouse(self) -> None:
+        self.post_message(MouseAt(await self._mouse_position()))
+
+    @work(exclusive=True, group="screenshot-save")
+    async def _capture_for_saving(self) -> None:
+        try:
+            png = await self.client.computer.screenshot(self.session_id, region=self.capture_region)
+        except ClientError as error:
+            self.post_message(CaptureFailed(error))
+            return
+        self.post_message(SaveReady(png, datetime.now().astimezone()))
+
+    # the handlers: draw -------------------------------------------------------------------
+
+    @on(FrameReady)
+    def _frame_ready(self, message: FrameReady) -> None:
+        if message.png is not None or message.capture_seconds is not None:
+            self.capture_seconds = message.capture_seconds
+        if message.mouse_known:
+            self.mouse = message.mouse
+        if message.dropped is not None:
+            self.dropped = message.dropped
+        self._show(message.image, message.size, message.png)
+        if self.view.changed_rows == 0:  # nothing changed on screen: nothing to wait for
+            self._frame_drawn(message.drawn)
+        else:
+            self.call_after_refresh(self._frame_drawn, message.drawn)
+
+    def _frame_drawn(self, drawn: asyncio.Event) -> None:
+        self.frames += 1
+        self.frame_times.append(time.monotonic())
+        drawn.set()
+        self._update_status()
+
+    @on(CaptureFailed)
+    def _capture_failed(self, message: CaptureFailed) -> None:
+        self._failed(message.error, message.prefix)
+
+    @on(CaptureDone)
+    def _capture_done(self) -> None:
+        self.capturing = False
+        self._update_status()
+
+    @on(LiveSource)
+    def _live_source(self, message: LiveSource) -> None:
+        self.source, self.polling_reason = message.source, message.reason
+        self._update_status()
+
+    @on(LiveEnded)
+    def _live_ended(self) -> None:
+        self._set_live(False)
+        self._leave_interact(take_keyboard=self.view.has_focus)
+
+    @on(MouseAt)
+    def _mouse_at(self, message: MouseAt) -> None:
+        if message.position != self.mouse:
+            self.mouse = message.position
+            if self.image is not None:
+                self.view.show(self.image, self._local_mouse(), self.image_size)
+
+    @on(SaveReady)
+    def _save_ready(self, message: SaveReady) -> None:
+        self._ask_where(message.png, message.captured_at)
 
     def show_png(self, png: bytes, *, image: PILImage.Image | None = None, captured_at: datetime | None = None) -> None:
         """Draw a captured PNG (decoding it here when `image` is not given) and clear any shown error."""
-        if not self.in_place():
-            return
+        picture = image if image is not None else decode_image(png)
+        self._show(picture, picture.size, png, captured_at)
+
+    def _show(self, image: PILImage.Image, size: tuple[int, int], png: bytes | None,
+              captured_at: datetime | None = None) -> None:
         self.png = png
-        self.image = image if image is not None else decode_image(png)
+        self.image = image
+        self.image_size = size
         self.captured_at = captured_at or datetime.now().astimezone()
         self.error = None
         self._last_failure = None
-        self.query_one("#shot-error", Static).remove_class("shown")
+        self._error_box.remove_class("shown")
         self.add_class("-has-image")
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
-        self.view.show(self.image, self._local_mouse())
+        self.view.show(image, self._local_mouse(), size)
         self._update_status()
 
     def _local_mouse(self) -> tuple[int, int] | None:
         """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
-        if self.mouse is None or self.image is None:
+        if self.mouse is None or self.image_size is None:
             return None
         x, y = self.mouse
         if self.capture_region is not None:
             x, y = x - self.capture_region.x, y - self.capture_region.y
-        if 0 <= x < self.image.width and 0 <= y < self.image.height:
+        width, height = self.image_size
+        if 0 <= x < width and 0 <= y < height:
             return x, y
         return None
 
@@ -299,42 +545,13 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self._last_failure = error
         text = prefix + describe_error(error)
         self.error = text
-        if not self.in_place():
-            return
-        box = self.query_one("#shot-error", Static)
-        box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
-        box.add_class("shown")
-        if isinstance(error, ClientError) and not isinstance(error, ServiceError):
+        self._error_box.update(Text.assemble(("Screenshot failed\n", "bold"), text))
+        self._error_box.add_class("shown")
+        if isinstance(error, ClientError) and not isinstance(error, ServiceError) and self.is_attached:
             services(self).report_error(error)  # the connection itself: let the app mark it
         self._update_status()
 
     # live view ----------------------------------------------------------------
-
-    def _visible(self) -> bool:
-        return self.is_on_screen and self.screen.is_current
-
-    @work(exclusive=True, group="screenshot-live")
-    async def _live_loop(self) -> None:
-        """Capture while live: the next frame starts when the last is drawn (plus the interval, if any)."""
-        while self.live:
-            if not self._visible():
-                await asyncio.sleep(HIDDEN_POLL_SECONDS)
-                continue
-            started = time.monotonic()
-            self.capturing = True
-            try:
-                ok = await self._capture_once()
-            finally:
-                self.capturing = False
-            if not self.in_place():
-                return  # the pane is being taken apart: its loop ends with it
-            if not ok and self.session_gone:
-                self._set_live(False)  # the session was deleted: nothing will ever come back
-                self._leave_interact(take_keyboard=self.view.has_focus)
-                return
-            pause = self.interval - (time.monotonic() - started) if ok else RETRY_SECONDS
-            if pause > 0:
-                await asyncio.sleep(pause)
 
     def action_toggle_live(self) -> None:
         self._set_live(not self.live)
@@ -348,7 +565,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self._live_loop()
         else:
             self.workers.cancel_group(self, "screenshot-live")
-            self.capturing = False
+            self.source = None
         self._update_status()
 
     def _set_interval(self, seconds: int) -> None:
@@ -378,7 +595,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self.remote = RemoteInput(self.client.computer, self.session_id, on_error=self._input_failed)
         self._set_live(True)
         self.view.interact(self.remote)
-        self.query_one("#shot-hint", HintLine).update_hint(INTERACT_HINT)
+        self._hint.update_hint(INTERACT_HINT)
         self._update_status()
 
     @property
@@ -391,7 +608,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
             return
         self.view.interact(None)
         self.remote = None
-        self.query_one("#shot-hint", HintLine).update_hint(HINT)
+        self._hint.update_hint(HINT)
         if take_keyboard:
             self.focus()
         self._update_status()
@@ -431,7 +648,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     def _close_region(self) -> None:
         self.query_one(RegionInput).remove_class("open")
-        self.query_one("#shot-region-error").remove_class("shown")
+        self._region_error.remove_class("shown")
         self.focus()
 
     @on(RegionInput.Closed)
@@ -445,9 +662,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         try:
             self.capture_region = parse_region(event.value, self.viewport)
         except ValueError as error:  # the field stays open with the focus: the next keys fix the numbers
-            box = self.query_one("#shot-region-error", Static)
-            box.update(Text(str(error)))
-            box.add_class("shown")
+            self._region_error.update(Text(str(error)))
+            self._region_error.add_class("shown")
             return
         self._close_region()
         self._update_status()
@@ -456,10 +672,15 @@ class ScreenshotPane(SessionPane, can_focus=True):
     # saving -------------------------------------------------------------------
 
     def action_save(self) -> None:
+        if self.png is None and self.image is not None:  # a screencast frame, scaled down: save a full capture
+            self._capture_for_saving()
+            return
         if self.png is None:
             self.notify("Capture a screenshot first (space)", severity="warning")
             return
-        png, captured_at = self.png, self.captured_at or datetime.now()
+        self._ask_where(self.png, self.captured_at or datetime.now())
+
+    def _ask_where(self, png: bytes, captured_at: datetime) -> None:
         stamp = captured_at.strftime("%Y%m%d-%H%M%S")
 
         def chosen(target: Path | None) -> None:
@@ -487,24 +708,29 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.call_after_refresh(self._update_status)  # cut to the new width
 
     def _update_status(self) -> None:
-        if not self.in_place():
-            return
         status = Text()
         if self.live:
             status.append("● live", style="bold red")
         else:
             status.append("paused", style="dim")
         status.append(" · continuous" if self.interval == 0 else f" · every {self.interval}s")
+        if self.live and self.source == "screencast":
+            status.append(" · screencast")
+        elif self.live and self.source == "polling":
+            status.append(f" · polling ({self.polling_reason})" if self.polling_reason else " · polling")
         if self.interacting:
             status.append(" │ ")
             status.append("interacting", style="bold reverse")
-        if self.image is not None:
-            width, height = self.image.size
+        if self.image_size is not None:
+            width, height = self.image_size
             status.append(f" │ {width}×{height} px")
         fps = self.fps() if self.live else None
         if fps is not None:
             status.append(f" │ {fps:.1f} fps")
-        if self.capture_seconds is not None:
+        if self.live and self.source == "screencast":
+            if self.dropped:
+                status.append(f" │ {self.dropped} dropped")
+        elif self.capture_seconds is not None:
             status.append(f" │ capture {self.capture_seconds * 1000:.0f} ms")
         if self.captured_at is not None:
             status.append(f" │ captured {self.captured_at.strftime('%H:%M:%S')}")
@@ -514,8 +740,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         elif self.error:
             status.append(" │ failed", style="bold red")
         status.append(f" │ {self.view.rendering_label}", style="dim")
-        line = self.query_one("#shot-status", Static)
-        width = line.content_region.width
+        width = self._status.content_region.width
         if width and status.cell_len > width:  # cut with a "…", not mid-word
             status.truncate(width, overflow="ellipsis")
-        line.update(status)
+        self._status.update(status)

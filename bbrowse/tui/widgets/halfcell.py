@@ -103,7 +103,10 @@ class HalfcellCanvas(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.image: PILImage.Image | None = None
-        #: The remote mouse, in image pixels, marked with a cell of its own; None: no mark.
+        #: The size the picture stands for (a screencast frame scaled down stands for the whole page): what
+        #: `geometry` maps the mouse to and the cursor is given in; the image's own size by default.
+        self.image_size: tuple[int, int] = (0, 0)
+        #: The remote mouse, in pixels of `image_size`, marked with a cell of its own; None: no mark.
         self.cursor: tuple[int, int] | None = None
         self.geometry: Geometry | None = None
         self._cell = cell_size()
@@ -116,12 +119,14 @@ class HalfcellCanvas(Widget):
 
     # drawing ------------------------------------------------------------------
 
-    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None) -> None:
-        """Draw `image` (None clears) with the remote mouse at `cursor` (image pixels); only changed rows
-        are repainted."""
+    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None,
+             size: tuple[int, int] | None = None) -> None:
+        """Draw `image` (None clears) standing for a picture of `size` (default: its own) with the remote mouse
+        at `cursor` (pixels of `size`); only changed rows are repainted."""
         if image is not self.image:
             self._scaled = None
         self.image = image
+        self.image_size = size or (image.size if image is not None else (0, 0))
         self.cursor = cursor
         self._draw()
 
@@ -138,8 +143,8 @@ class HalfcellCanvas(Widget):
             self._row_keys = []
             self.refresh()
             return
-        columns, rows = fit(image.size, size, self._cell)
-        geometry = Geometry((size.width - columns) // 2, (size.height - rows) // 2, columns, rows, *image.size)
+        columns, rows = fit(self.image_size, size, self._cell)
+        geometry = Geometry((size.width - columns) // 2, (size.height - rows) // 2, columns, rows, *self.image_size)
         if geometry != self.geometry or len(self._row_keys) != size.height:
             everything = True
             self.geometry = geometry

@@ -28,7 +28,7 @@ from textual.widget import Widget
 
 from bbrowse.config import ENV_IMAGE_RENDERING, Rendering, parse_rendering
 from bbrowse.tui.remote_input import RemoteInput
-from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas
+from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas, cell_size
 
 # Imported at module import on purpose: textual-image detects the terminal's graphics support now.
 from bbrowse.tui.widgets.image_widgets import image_widgets
@@ -118,13 +118,18 @@ class ImageView(Widget):
         super().__init__(id=id, classes=classes)
         self._image_class = image_widget_class(rendering)
         self.image: PILImage.Image | None = None
-        #: The remote mouse in image pixels (None: not shown).
+        #: The size the image stands for (a scaled-down screencast frame stands for the page): clicks map to
+        #: it and the cursor is given in it. The image's own size unless `show` says otherwise.
+        self.image_size: tuple[int, int] = (0, 0)
+        #: The remote mouse in pixels of `image_size` (None: not shown).
         self.cursor: tuple[int, int] | None = None
         #: Interact mode: where keys and mouse go (None: the view only shows).
         self.remote: RemoteInput | None = None
         #: Added to a pixel of the picture to get the screen's pixel (the capture region's corner).
         self.origin: tuple[int, int] = (0, 0)
         self._pressed: str | None = None
+        self._inline: Widget = HalfcellCanvas(classes="inline-image") if self.fast else \
+            self._image_class(classes="inline-image")  # no image yet: `show` sets it
 
     @property
     def rendering(self) -> str:
@@ -142,31 +147,49 @@ class ImageView(Widget):
 
     def compose(self) -> ComposeResult:
         if self.fast:
-            yield HalfcellCanvas(classes="inline-image")
+            yield self._inline
             return
         with Middle(), Center():
-            yield self._image_class(classes="inline-image")  # no image yet: `show` sets it
+            yield self._inline
 
-    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None) -> None:
-        """Draw `image` (or clear with None) with the remote mouse marked at `cursor` (image pixels)."""
+    def show(self, image: PILImage.Image | None, cursor: tuple[int, int] | None = None,
+             size: tuple[int, int] | None = None) -> None:
+        """Draw `image` (or clear with None), standing for a picture of `size` (default: its own), with the
+        remote mouse marked at `cursor` (pixels of `size`). Drawing into a view that is being taken apart
+        draws nothing and raises nothing."""
         self.image = image
+        self.image_size = size or (image.size if image is not None else (0, 0))
         self.cursor = cursor
-        widget = self.query_one(".inline-image")
+        widget = self._inline
         if isinstance(widget, HalfcellCanvas):
-            widget.show(image, cursor)
+            widget.show(image, cursor, self.image_size)
             return
+        if image is not None and cursor is not None and self.image_size != image.size:
+            cursor = (cursor[0] * image.width // max(1, self.image_size[0]),
+                      cursor[1] * image.height // max(1, self.image_size[1]))
         widget.image = with_cursor_mark(image, cursor) if image is not None else None  # type: ignore[attr-defined]
+
+    def frame_pixels(self) -> tuple[int, int] | None:
+        """The picture size in pixels worth asking a screencast for, to fill this view (None before layout):
+        two pixels a cell down in half cells, the terminal's cell size in pixels otherwise."""
+        size = self._inline.size if self.fast else self.content_region.size
+        if size.width <= 0 or size.height <= 0:
+            return None
+        if self.fast:
+            return size.width, size.height * 2
+        cell_w, cell_h = cell_size()
+        return size.width * cell_w, size.height * cell_h
 
     @property
     def changed_rows(self) -> int | None:
         """Rows the last `show` repainted (0: the screen is already right), None when not known (textual-image)."""
-        widget = self.query_one(".inline-image")
+        widget = self._inline
         return widget.rows_changed if isinstance(widget, HalfcellCanvas) else None
 
     @property
     def geometry(self) -> Geometry | None:
         """Where the picture is drawn in the view (cells), and the image's size; None before the first."""
-        widget = self.query_one(".inline-image")
+        widget = self._inline
         if isinstance(widget, HalfcellCanvas):
             found = widget.geometry
             if found is None:
@@ -178,7 +201,7 @@ class ImageView(Widget):
             return None
         offset = widget.content_region.offset - self.region.offset
         size = widget.content_region.size
-        return Geometry(offset.x, offset.y, size.width, size.height, *self.image.size)
+        return Geometry(offset.x, offset.y, size.width, size.height, *self.image_size)
 
     def pixel_at(self, x: float, y: float) -> tuple[int, int] | None:
         """The image pixel under view position (x, y), None outside the picture."""
@@ -243,7 +266,7 @@ class ImageView(Widget):
         """Move the mouse mark now, before the next frame shows where the browser put it."""
         local = (pixel[0] - self.origin[0], pixel[1] - self.origin[1])
         if self.image is not None and local != self.cursor:
-            self.show(self.image, local)
+            self.show(self.image, local, self.image_size)
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         if self.remote is None:
