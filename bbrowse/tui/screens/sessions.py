@@ -26,6 +26,7 @@ from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
+from bbrowse.tui.screens.wall import SelectionActions, WallScreen
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser, SessionStatusFilter
 
@@ -41,13 +42,13 @@ FITS = (ColumnFit("created", 0, 8), ColumnFit("headless", 1, 3), ColumnFit("name
         ColumnFit("timeout", 4, 4), ColumnFit("state", 5, 6))
 
 
-def session_cells(browser: Browser, now: datetime | None = None) -> dict[str, str | Text]:
+def session_cells(browser: Browser, now: datetime | None = None, *, selected: bool = False) -> dict[str, str | Text]:
     """The cells of one session's row: `Text` (remote text is never parsed as markup) that ends with an
-    ellipsis when its column is narrowed."""
+    ellipsis when its column is narrowed; a selected session's name starts with ✓."""
     created = f"{relative_time(browser.created_at, now)}  {absolute_time(browser.created_at)}"
     state = Text("deleted", style="red") if browser.deleted_at else Text("active", style="green")
     cells: dict[str, Text] = {
-        "name": Text(browser.name or "—"),
+        "name": Text(("✓ " if selected else "") + (browser.name or "—"), style="bold" if selected else ""),
         "id": Text(browser.session_id),
         "created": Text(created),
         "headless": Text("yes" if browser.headless else "no"),
@@ -70,7 +71,7 @@ def matches(browser: Browser, needle: str) -> bool:
     return not needle or needle in browser.session_id.lower() or needle in (browser.name or "").lower()
 
 
-class SessionsScreen(BbrowseScreen):
+class SessionsScreen(SelectionActions, BbrowseScreen):
     PALETTE_NAME = "Sessions"
     #: Not Textual's "first focusable widget" on resume, which counts a hidden (display: none) filter box
     #: as focusable: the keys then went into it. `_keep_focus_in_view` decides instead.
@@ -81,6 +82,12 @@ class SessionsScreen(BbrowseScreen):
         Binding("enter", "open", "Open", id="sessions.open", show=True),
         Binding("slash", "filter", "Filter", id="sessions.filter"),
         Binding("a", "toggle_ended", "Show ended", id="sessions.show_ended"),
+        # many at once (not in the footer, which has no room at 80 columns; the palette and ? list them)
+        Binding("space", "select", "Select", id="sessions.select", show=False),
+        Binding("w", "wall", "Session wall", id="sessions.wall", show=False),
+        Binding("S", "screenshot_selected", "Screenshot each", id="sessions.screenshots", show=False),
+        Binding("R", "record_selected", "Record on each (again: stop)", id="sessions.record", show=False),
+        Binding("b", "broadcast", "Broadcast typing", id="sessions.broadcast", show=False),
         # not in the footer (it is refreshed while shown; at 80 columns the footer has no room for it)
         Binding("r", "refresh", "Refresh", id="sessions.refresh", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="sessions.clear_filter", show=False),
@@ -110,6 +117,8 @@ class SessionsScreen(BbrowseScreen):
         self._fresh_at: datetime | None = None
         #: Ended (deleted) sessions are listed too (`a`): their replays and events are kept.
         self.show_ended = False
+        #: Ids of the sessions selected (`space`) for actions on many at once; the wall shares it.
+        self.selection: set[str] = set()
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -152,6 +161,8 @@ class SessionsScreen(BbrowseScreen):
 
     def on_screen_resume(self) -> None:
         self._opening = False
+        if self._loaded and self.query(DataTable):
+            self._apply()  # back from the wall: its selection shows
         self._keep_focus_in_view()
         self.call_after_refresh(self._keep_focus_in_view)  # after a dismissed form's callback changed the table
         if self._live:
@@ -205,7 +216,9 @@ class SessionsScreen(BbrowseScreen):
         needle = self.query_one("#filter", Input).value
         wanted = [b for b in self._browsers.values() if matches(b, needle)]
         now = self._clock()
-        sync_rows(table, {b.session_id: session_cells(b, now) for b in wanted}, [key for key, _ in COLUMNS])
+        self.selection.intersection_update(self._browsers)
+        sync_rows(table, {b.session_id: session_cells(b, now, selected=b.session_id in self.selection) for b in wanted},
+                  [key for key, _ in COLUMNS])
         fit_columns(table, FITS)
         self._show_empty_state()
 
@@ -327,6 +340,9 @@ class SessionsScreen(BbrowseScreen):
         self.app.push_screen(CreateSessionScreen(), created)
 
     def action_delete(self) -> None:
+        if self.selection:
+            self.action_delete_selected()
+            return
         browser = self.selected()
         if browser is None or browser.deleted_at:
             return
@@ -352,3 +368,42 @@ class SessionsScreen(BbrowseScreen):
         self._browsers.pop(browser.session_id, None)
         self._apply()
         self.notify(f"Deleted {browser.name or browser.session_id}")
+
+    # many at once ---------------------------------------------------------
+
+    def acted_on(self) -> list[Browser]:
+        """The selected sessions, else the one under the cursor."""
+        chosen = [b for key, b in self._browsers.items() if key in self.selection]
+        current = self.selected()
+        return chosen or ([current] if current is not None else [])
+
+    def deleting(self, session_ids: Iterable[str]) -> None:
+        self._deleted_here.update(session_ids)
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        for session_id in session_ids:
+            self._browsers.pop(session_id, None)
+            self.selection.discard(session_id)
+        if self.is_attached and self.query(DataTable):
+            self._apply()
+
+    def action_select(self) -> None:
+        """Select the session under the cursor (again: unselect) and move to the next row."""
+        browser = self.selected()
+        if browser is None:
+            return
+        self.selection.symmetric_difference_update({browser.session_id})
+        self._apply()
+        table = self.query_one(DataTable)
+        if table.cursor_row < table.row_count - 1:
+            table.move_cursor(row=table.cursor_row + 1)
+        count = len(self.selection)
+        self.notify(f"{count} selected: d delete · S screenshot each · R record · b broadcast · w wall"
+                    if count else "Nothing selected", timeout=3)
+
+    def action_wall(self) -> None:
+        """The sessions shown here (the filter applies) as live tiles."""
+        needle = self.query_one("#filter", Input).value
+        self.app.push_screen(WallScreen(self._browsers.values(), self.selection,
+                                        matches=lambda browser: matches(browser, needle) and not browser.deleted_at,
+                                        live=self._live, host=self))

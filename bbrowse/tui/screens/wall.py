@@ -1,0 +1,379 @@
+"""The session wall: every session (or those matching the sessions filter) as live tiles, 2×2 up to 4×4.
+
+The grid fits the terminal (a tile needs about 38×10 cells); more sessions than tiles page. Only the
+tiles of the page shown pull frames, and none while another screen covers the wall (a session opened
+from it), so sessions out of view cost nothing. Arrows move (past an edge onto the next page),
+PgUp/PgDn page, `enter` opens the session, `space` selects, `esc` goes back. The selection is the
+sessions table's: `d`, `S`, `R` and `b` act on it (see `SelectionActions`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Static
+
+from bbrowse.client import ClientError
+from bbrowse.tui import bulk
+from bbrowse.tui.app_services import services
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.screens.base import BbrowseScreen
+from bbrowse.tui.screens.broadcast import BroadcastScreen
+from bbrowse.tui.widgets.footer import BbrowseFooter
+from bbrowse.tui.widgets.tile import FrameSource, SessionTile, SourceFor, TileState, frame_source
+from bbrowse.wire import Browser
+
+#: The smallest tile, in cells (border included): the grid has as many columns and rows as fit, 2 to 4.
+TILE_WIDTH = 38
+TILE_HEIGHT = 10
+#: Seconds between two listings of the sessions while the wall is shown.
+LIST_SECONDS = 3.0
+
+
+def grid_shape(width: int, height: int) -> tuple[int, int]:
+    """(columns, rows) of tiles for a wall of width×height cells."""
+    return max(2, min(4, width // TILE_WIDTH)), max(2, min(4, height // TILE_HEIGHT))
+
+
+class SelectionActions:
+    """Actions on the selected sessions (else the one under the cursor), for a screen that says which
+    those are (`acted_on`) and what went (`forget`)."""
+
+    def acted_on(self) -> list[Browser]:
+        raise NotImplementedError
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        raise NotImplementedError
+
+    def deleting(self, session_ids: Iterable[str]) -> None:
+        """About to delete these: their leaving the list is no news."""
+
+    def _push(self, screen: Screen, callback: Callable | None = None) -> None:
+        self._node().app.push_screen(screen, callback)
+
+    def action_delete_selected(self) -> None:
+        browsers = [b for b in self.acted_on() if not b.deleted_at]
+        if not browsers:
+            return
+        if len(browsers) == 1:
+            what = f"session {bulk.label(browsers[0])}"
+        else:
+            names = ", ".join(bulk.label(b) for b in browsers[:4]) + (" …" if len(browsers) > 4 else "")
+            what = f"{len(browsers)} sessions ({names})"
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._delete_many(browsers)
+
+        self._push(ConfirmScreen(f"Delete {what}?\nTheir processes, browsers and recordings stop.", "Delete"),
+                   confirmed)
+
+    @work(group="bulk-delete")
+    async def _delete_many(self, browsers: list[Browser]) -> None:
+        node = self._node()
+        self.deleting(b.session_id for b in browsers)
+        outcome = await bulk.delete_all(services(node).connected_client(), browsers)
+        self.forget(b.session_id for b in outcome.done)
+        self._say(f"Deleted {bulk.plural(len(outcome.done), 'session')}", outcome, "Could not delete")
+
+    def action_screenshot_selected(self) -> None:
+        browsers = [b for b in self.acted_on() if not b.deleted_at]
+        if browsers:
+            self._screenshots(browsers, bulk.screenshots_folder())
+
+    @work(group="bulk-screenshot")
+    async def _screenshots(self, browsers: list[Browser], folder: Path) -> None:
+        outcome = await bulk.screenshot_all(services(self._node()).connected_client(), browsers, folder)
+        self._say(f"{bulk.plural(len(outcome.done), 'screenshot')} saved in {folder}", outcome,
+                  "Some screenshots failed")
+
+    def action_record_selected(self) -> None:
+        browsers = [b for b in self.acted_on() if not b.deleted_at]
+        if browsers:
+            self._record(browsers)
+
+    @work(group="bulk-record")
+    async def _record(self, browsers: list[Browser]) -> None:
+        started, outcome = await bulk.toggle_recording_all(services(self._node()).connected_client(), browsers)
+        verb = "started" if started else "stopped"
+        self._say(f"Recording {verb} on {bulk.plural(len(outcome.done), 'session')}", outcome,
+                  f"Recording not {verb} everywhere")
+
+    def action_broadcast(self) -> None:
+        browsers = [b for b in self.acted_on() if not b.deleted_at]
+        if browsers:
+            self._push(BroadcastScreen(browsers))
+
+    def _node(self) -> Screen:
+        assert isinstance(self, Screen)
+        return self
+
+    def _say(self, done: str, outcome: bulk.Outcome, failed_title: str) -> None:
+        node = self._node()
+        if outcome.done or not outcome.failed:
+            node.notify(done, markup=False, timeout=6)
+        if outcome.failed:
+            node.notify(outcome.failures(), title=f"{failed_title} ({len(outcome.failed)})", severity="error",
+                        markup=False, timeout=10)
+
+
+class WallScreen(SelectionActions, BbrowseScreen):
+    PALETTE_NAME = "Wall"
+    CRUMBS = ("Sessions", "Wall")
+    AUTO_FOCUS = ""
+    BINDINGS = [
+        Binding("left", "move(-1, 0)", "Left", show=False, id="wall.left"),
+        Binding("right", "move(1, 0)", "Right", show=False, id="wall.right"),
+        Binding("up", "move(0, -1)", "Up", show=False, id="wall.up"),
+        Binding("down", "move(0, 1)", "Down", show=False, id="wall.down"),
+        Binding("pagedown", "page(1)", "Next page", show=False, id="wall.next_page"),
+        Binding("pageup", "page(-1)", "Previous page", show=False, id="wall.previous_page"),
+        Binding("enter", "open", "Open", id="wall.open"),
+        Binding("space", "select", "Select", id="wall.select"),
+        Binding("d", "delete_selected", "Delete", id="wall.delete"),
+        Binding("S", "screenshot_selected", "Screenshots", id="wall.screenshots"),
+        Binding("R", "record_selected", "Record", id="wall.record"),
+        Binding("b", "broadcast", "Broadcast", id="wall.broadcast"),
+        Binding("escape", "back", "Back", id="wall.back"),
+    ]
+
+    DEFAULT_CSS = """
+    WallScreen #wall-status { height: 1; padding: 0 1; color: $text-muted; }
+    WallScreen #wall-grid { height: 1fr; grid-gutter: 0 0; }
+    WallScreen #wall-empty { height: 1fr; content-align: center middle; color: $text-muted; display: none; }
+    """
+
+    def __init__(self, browsers: Iterable[Browser], selection: set[str] | None = None, *,
+                 matches: Callable[[Browser], bool] = lambda browser: True,
+                 source_for: SourceFor | None = None, live: bool = True,
+                 host: SelectionActions | None = None) -> None:
+        """`browsers`: what the sessions table lists (kept up to date here while shown); `selection`: the
+        table's set of selected ids (shared, changed in place); `matches`: the table's filter; `host`: the
+        sessions table, told what is deleted here."""
+        super().__init__()
+        self.browsers: list[Browser] = [b for b in browsers if matches(b)]
+        self.selection = selection if selection is not None else set()
+        self.matches = matches
+        self.states: dict[str, TileState] = {}
+        self.cursor = 0
+        self.shape = (2, 2)
+        self._live = live
+        self._host = host
+        self._source_for = source_for
+        self._tiles: list[SessionTile] = []
+        self._covered = False
+        #: When `w` was pressed, and when every tile of the first page had its first frame (benchmarks).
+        self.opened_at = time.monotonic()
+        self.full_at: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_bar()
+        yield Static("", id="wall-status", markup=False)
+        yield Grid(id="wall-grid")
+        yield Static("No session to show. Press esc to go back, n there to create one.", id="wall-empty")
+        yield BbrowseFooter()
+
+    async def on_mount(self) -> None:
+        self.shape = grid_shape(self.size.width, self.size.height - 3)
+        await self._build_grid()
+        self._show_page()
+        self.set_interval(1.0, self._tick)
+        if self._live:
+            self.set_interval(LIST_SECONDS, self._refresh_list)
+
+    def source_for(self, browser: Browser, size: Callable[[], tuple[int, int]]) -> FrameSource:
+        if self._source_for is not None:
+            return self._source_for(browser, size)
+        return frame_source(services(self).connected_client(), browser, size)
+
+    # layout ------------------------------------------------------------------
+
+    @property
+    def per_page(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def page(self) -> int:
+        return self.cursor // self.per_page
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.browsers) // self.per_page))
+
+    async def _build_grid(self) -> None:
+
+        grid = self.query_one("#wall-grid", Grid)
+        for tile in self._tiles:
+            tile.stop()
+        await grid.remove_children()
+        columns, rows = self.shape
+        grid.styles.grid_size_columns = columns
+        grid.styles.grid_size_rows = rows
+        self._tiles = [SessionTile(i, source_for=self.source_for) for i in range(columns * rows)]
+        await grid.mount_all(self._tiles)
+
+    async def on_resize(self) -> None:
+        shape = grid_shape(self.size.width, self.size.height - 3)
+        if shape != self.shape and self._tiles:
+            self.shape = shape
+            await self._build_grid()
+            self._show_page()
+
+    def _show_page(self) -> None:
+        """Bind the page's sessions to the tiles; those that left the page stop pulling, the new ones start."""
+        if self.browsers:
+            self.cursor = max(0, min(self.cursor, len(self.browsers) - 1))
+        else:
+            self.cursor = 0
+        first = self.page * self.per_page
+        shown = self.browsers[first:first + self.per_page]
+        client = services(self).connected_client() if self._live else None
+        for index, tile in enumerate(self._tiles):
+            browser = shown[index] if index < len(shown) else None
+            state = self.states.setdefault(browser.session_id, TileState()) if browser is not None else None
+            tile.show_session(browser, state, selected=browser is not None and browser.session_id in self.selection)
+            tile.set_class(browser is not None and first + index == self.cursor, "-cursor")
+            if client is not None and browser is not None and not self._covered:
+                tile.start(client)
+        self.query_one("#wall-grid").display = bool(self.browsers)
+        self.query_one("#wall-empty").display = not self.browsers
+        self._status()
+
+    def _status(self) -> None:
+        columns, rows = self.shape
+        parts = [f"{bulk.plural(len(self.browsers), 'session')}", f"{columns}×{rows}"]
+        if self.pages > 1:
+            parts.append(f"page {self.page + 1}/{self.pages} (PgUp/PgDn)")
+        if self.selection:
+            parts.append(f"{len(self.selection)} selected (d delete · S screenshots · R record · b broadcast)")
+        else:
+            parts.append("space selects")
+        self.query_one("#wall-status", Static).update(" · ".join(parts))
+
+    def _tick(self) -> None:
+        """Once a second: the idle times and badges move on; the first full wall is noted."""
+        for tile in self._tiles:
+            tile.redraw_labels()
+        if self.full_at is None and self._tiles:
+            shown = [t for t in self._tiles if t.browser is not None]
+            if shown and all(t.state.frames for t in shown):
+                self.full_at = max(t.state.frame_times[0] for t in shown if t.state.frame_times)
+
+    def first_frames_drawn(self) -> bool:
+        """Every tile of the page shown has drawn a frame."""
+        shown = [t for t in self._tiles if t.browser is not None]
+        return bool(shown) and all(t.state.frames for t in shown)
+
+    # list --------------------------------------------------------------------
+
+    @work(exclusive=True, group="wall-list")
+    async def _refresh_list(self) -> None:
+        if self._covered:
+            return
+        app = services(self)
+        try:
+            listed = [b async for b in app.connected_client().sessions.list(page_size=100)]
+        except ClientError:
+            return  # the sessions table says it; the tiles keep what they show
+        fresh = [b for b in listed if self.matches(b)]
+        if [b.session_id for b in fresh] != [b.session_id for b in self.browsers]:
+            current = self.current()
+            self.browsers = fresh
+            if current is not None:
+                ids = [b.session_id for b in fresh]
+                if current.session_id in ids:
+                    self.cursor = ids.index(current.session_id)
+            self.selection.intersection_update(b.session_id for b in fresh)
+            self._show_page()
+
+    def deleting(self, session_ids: Iterable[str]) -> None:
+        if self._host is not None:
+            self._host.deleting(session_ids)
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        gone = set(session_ids)
+        if self._host is not None:
+            self._host.forget(gone)
+        self.browsers = [b for b in self.browsers if b.session_id not in gone]
+        self.selection.difference_update(gone)
+        for session_id in gone:
+            self.states.pop(session_id, None)
+        self._show_page()
+
+    # keys --------------------------------------------------------------------
+
+    def current(self) -> Browser | None:
+        return self.browsers[self.cursor] if 0 <= self.cursor < len(self.browsers) else None
+
+    def acted_on(self) -> list[Browser]:
+        chosen = [b for b in self.browsers if b.session_id in self.selection]
+        current = self.current()
+        return chosen or ([current] if current is not None else [])
+
+    def action_move(self, dx: int, dy: int) -> None:
+        if not self.browsers:
+            return
+        # row-major: left/right step through the sessions, up/down by a row; past a page's edge onto the next
+        target = max(0, min(len(self.browsers) - 1, self.cursor + dx + dy * self.shape[0]))
+        self._move_to(target)
+
+    def action_page(self, delta: int) -> None:
+        if self.browsers:
+            self._move_to(max(0, min(len(self.browsers) - 1, (self.page + delta) * self.per_page)))
+
+    def _move_to(self, target: int) -> None:
+        page = self.page
+        self.cursor = target
+        if self.page != page:
+            self._show_page()
+            return
+        first = page * self.per_page
+        for index, tile in enumerate(self._tiles):
+            tile.set_class(tile.browser is not None and first + index == self.cursor, "-cursor")
+        self._status()
+
+    def action_select(self) -> None:
+        current = self.current()
+        if current is None:
+            return
+        if current.session_id in self.selection:
+            self.selection.discard(current.session_id)
+        else:
+            self.selection.add(current.session_id)
+        tile = self._tiles[self.cursor - self.page * self.per_page]
+        tile.show_session(current, self.states.get(current.session_id), selected=current.session_id in self.selection)
+        self._status()
+
+    def action_open(self) -> None:
+        from bbrowse.tui.screens.session import SessionScreen
+
+        current = self.current()
+        if current is not None:
+            self.app.push_screen(SessionScreen(current))
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    # cost nothing while covered ------------------------------------------------
+
+    def on_screen_suspend(self) -> None:
+        self._covered = True
+        for tile in self._tiles:
+            tile.stop()
+
+    def on_screen_resume(self) -> None:
+        if self._covered:
+            self._covered = False
+            self._show_page()
+
+    def on_unmount(self) -> None:
+        for tile in self._tiles:
+            tile.stop()
+

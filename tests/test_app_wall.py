@@ -1,0 +1,174 @@
+"""The session wall, actions on many sessions and broadcast typing, driven with Pilot against real services.
+
+Sessions that need no browser (paging, selection, deleting, broadcast typing into shells) live on the
+browserless service, where a session costs no Chromium (its tiles then say the browser is down); the
+tiles' pictures and the recording badge use the default service's real Chromium.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+from app_support import make_app, type_text, wait_for
+
+from bbrowse.config import ShellSettings, defaults
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.screens.broadcast import BroadcastScreen
+from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.screens.wall import WallScreen
+from bbrowse.tui.widgets.tile import SessionTile
+
+PROMPT = "PROMPT>"
+SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
+
+
+def tiles(app) -> list[SessionTile]:
+    return list(app.screen.query(SessionTile))
+
+
+def shown_names(app) -> list[str]:
+    return [t.browser.name for t in tiles(app) if t.browser is not None]
+
+
+def line_of(tile: SessionTile) -> str:
+    return str(tile.line.render())
+
+
+async def make_sessions(http: httpx.AsyncClient, prefix: str, count: int) -> list[dict]:
+    made = []
+    for i in range(count):
+        r = await http.post("/browsers", json={"name": f"{prefix}-{i}", "timeout_seconds": 600})
+        assert r.status_code == 200, r.text
+        made.append(r.json())
+    return made
+
+
+async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_service, browserless_http) -> None:
+    tag = uuid.uuid4().hex[:6]
+    mine = await make_sessions(browserless_http, f"wall-{tag}", 6)
+    other = (await browserless_http.post("/browsers", json={"name": f"other-{tag}"})).json()
+    app = make_app(browserless_service)
+    app.last_filter = f"wall-{tag}"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 6)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and shown_names(app))
+        wall = app.screen
+        assert wall.shape == (2, 2)  # 80×24: four tiles a page
+        assert shown_names(app) == [f"wall-{tag}-{i}" for i in range(4)]  # the filter applies: not other-…
+        status = str(wall.query_one("#wall-status").render())
+        assert "6 sessions" in status and "page 1/2" in status
+        # each tile: its name in the border, state and idle time; a browserless session's badge says the browser is down
+        first = tiles(app)[0]
+        assert f"wall-{tag}-0" in str(first.border_title)
+        await wait_for(pilot, lambda: all("browser down" in line_of(t) for t in tiles(app)), what="badges")
+        assert line_of(first).startswith("active · idle")
+        # only the page shown pulls frames
+        assert sum(t.pulling for t in tiles(app)) == 4
+
+        await pilot.press("right", "down")
+        assert wall.cursor == 3 and tiles(app)[3].has_class("-cursor")
+        await pilot.press("space")
+        assert "✓" in str(tiles(app)[3].border_title) and tiles(app)[3].has_class("-selected")
+        await pilot.press("down")  # past the bottom edge: the next page
+        await wait_for(pilot, lambda: shown_names(app) == [f"wall-{tag}-4", f"wall-{tag}-5"])
+        assert wall.cursor == 5 and "page 2/2" in str(wall.query_one("#wall-status").render())
+        assert sum(t.pulling for t in tiles(app)) == 2  # the sessions paged out cost nothing
+        await pilot.press("space")
+        assert "2 selected" in str(wall.query_one("#wall-status").render())
+
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.query_one(".dialog-question").render())
+        assert question.startswith("Delete 2 sessions") and f"wall-{tag}-3" in question and f"wall-{tag}-5" in question
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(wall.browsers) == 4)
+        assert not wall.selection
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        listed = {key.value for key in app.screen.query_one("#sessions-table").rows}
+        assert listed == {b["session_id"] for b in mine} - {mine[3]["session_id"], mine[5]["session_id"]}
+    for index, session in enumerate(mine):
+        status = (await browserless_http.get(f"/browsers/{session['session_id']}")).status_code
+        assert status == (410 if index in (3, 5) else 200), (index, status)
+    assert (await browserless_http.get(f"/browsers/{other['session_id']}")).status_code == 200  # nothing else touched
+    for session in [*mine, other]:
+        await browserless_http.delete(f"/browsers/{session['session_id']}")
+
+
+async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_session(service, http) -> None:
+    tag = uuid.uuid4().hex[:6]
+    mine = await make_sessions(http, f"live-{tag}", 2)
+    replay = await http.post(f"/browsers/{mine[1]['session_id']}/replays", json={})
+    assert replay.status_code in (200, 201), replay.text
+    app = make_app(service)
+    app.last_filter = f"live-{tag}"
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 2)
+        await app.run_action("show_wall")  # the palette's "Session wall"
+        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(shown_names(app)) == 2)
+        wall = app.screen
+        assert wall.shape == (4, 4)
+        await wait_for(pilot, wall.first_frames_drawn, timeout=20, what="a frame in every tile")
+        for tile in tiles(app)[:2]:
+            assert tile.canvas.geometry is not None and tile.canvas.geometry.columns > 20  # a picture, drawn
+        recording = next(t for t in tiles(app) if t.browser is not None and t.browser.name == f"live-{tag}-1")
+        await wait_for(pilot, lambda: "● REC" in line_of(recording), what="the recording badge")
+        assert "● REC" not in line_of(tiles(app)[0])
+
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        assert app.screen.browser.session_id == mine[0]["session_id"]
+        assert not any(t.pulling for t in wall.query(SessionTile))  # covered: the wall pulls nothing
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is wall and sum(t.pulling for t in tiles(app)) == 2)
+    await http.post(f"/browsers/{mine[1]['session_id']}/replays/{replay.json()['replay_id']}/stop")
+    for session in mine:
+        await http.delete(f"/browsers/{session['session_id']}")
+
+
+def screen_text(terminal) -> str:
+    return "\n".join(terminal.emulator.display)
+
+
+async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(browserless_service,
+                                                                            browserless_http) -> None:
+    tag = uuid.uuid4().hex[:6]
+    mine = await make_sessions(browserless_http, f"cast-{tag}", 3)
+    settings = defaults().model_copy(update={"shell": ShellSettings(command=SHELL)})
+    app = make_app(browserless_service, settings=settings)
+    app.last_filter = f"cast-{tag}"
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen.selected() is not None
+                       and len(app.screen._browsers) >= 3)
+        await pilot.press("space", "space", "space", "b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BroadcastScreen))
+        screen = app.screen
+        terminals = screen.terminals
+        assert len(terminals) == 3
+        await wait_for(pilot, lambda: all(screen_text(t).rstrip().endswith(PROMPT) for t in terminals),
+                       timeout=20, what="three prompts")
+        state = lambda: str(screen.query_one("#broadcast-state").render())  # noqa: E731
+        assert state().startswith("BROADCAST ON · every key goes to 3 of 3 shells")
+
+        await type_text(pilot, "echo hi-$((6*7))", then="enter")
+        await wait_for(pilot, lambda: all("\nhi-42" in screen_text(t) for t in terminals), what="the echo in each")
+
+        await pilot.press("ctrl+right_square_bracket", "b")  # out of the terminal, broadcast off
+        assert state().startswith("broadcast off")
+        await pilot.press("enter")
+        await type_text(pilot, "exit 4", then="enter")  # only the focused shell
+        await wait_for(pilot, lambda: terminals[0].exited)
+        assert str(terminals[0].border_title).endswith("exit 4")
+        assert not terminals[1].exited and not terminals[2].exited
+
+        await pilot.press("escape", "b")  # out of the ended pane, broadcast on again
+        assert "2 of 3 shells" in state()
+        await pilot.press("enter")
+        await type_text(pilot, "exit 3", then="enter")
+        await wait_for(pilot, lambda: terminals[1].exited and terminals[2].exited, what="both exits")
+        assert [str(t.border_title).rsplit(" · ", 1)[1] for t in terminals] == ["exit 4", "exit 3", "exit 3"]
+    for session in mine:
+        await browserless_http.delete(f"/browsers/{session['session_id']}")
