@@ -5,8 +5,14 @@ Against `--kernel-compat` (the stricter server) through `netem` (tests/net_suppo
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
+
+import httpx
 from app_support import wait_for
 from cli_support import BBROWSE, PtyProcess, bb, cli_env
+from conftest import session_area
 from netem import TLS_HOST
 
 from bbrowse.client import BrowserClient, ClientConfig
@@ -73,3 +79,89 @@ async def test_app_lists_sessions_over_tls_through_a_connect_proxy(tls_compat_se
         await client.sessions.delete(browser.session_id)
     assert f"{TLS_HOST}:{port}" in connect_proxy.tunnels
 
+
+
+class _Reader:
+    """The lines a child writes on a pipe, read in a thread, with bounded waits."""
+
+    def __init__(self, pipe) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe) -> None:
+        for raw in pipe:
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for(self, predicate, timeout: float, what: str) -> float:
+        """Seconds until `predicate(lines)` held."""
+        started = time.monotonic()
+        with self._changed:
+            if not self._changed.wait_for(lambda: predicate(self.lines), timeout):
+                raise AssertionError(f"{what} not seen within {timeout} s: {self.lines[-20:]}")
+        return time.monotonic() - started
+
+
+def test_logs_follow_survives_a_drop_and_a_stall(compat_service, bad_link) -> None:
+    """`bbrowse logs --follow` of a file on --kernel-compat through a 100 ms link: after a drop (connections
+    reset, refused for 2 s) and a stall (noticed within 10 s), every line written meanwhile is printed, in
+    order, none twice, and stderr says what happened."""
+    link = bad_link(compat_service, delay=0.05)
+    with httpx.Client(base_url=compat_service.url, headers=compat_service.headers, timeout=30) as http:
+        sid = http.post("/browsers", json={"timeout_seconds": 300}).json()["session_id"]
+        try:
+            log = session_area(compat_service, sid, "net-logs") / "app.log"
+            with open(log, "w") as f:
+                f.write("before\n")
+            env = cli_env(compat_service, KERNEL_BASE_URL=link.url)
+            proc = subprocess.Popen([*BBROWSE, "logs", sid, "--path", str(log)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = _Reader(proc.stdout), _Reader(proc.stderr)
+            written = 0
+
+            def write(count: int) -> None:
+                nonlocal written
+                with open(log, "a") as f:
+                    for _ in range(count):
+                        written += 1
+                        f.write(f"line {written}\n")
+
+            try:
+                for _ in range(100):  # the stream starts at the end: write until a line shows
+                    write(1)
+                    if out.lines:
+                        break
+                    time.sleep(0.2)
+                first = int(out.lines[0].split()[1])
+
+                def complete(lines: list[str]) -> bool:
+                    return len(lines) >= written - first + 1
+
+                out.wait_for(complete, 10, "the lines before the drop")
+                assert link.drop(refuse_for=2.0) >= 1
+                write(5)
+                time.sleep(2.5)
+                write(5)
+                out.wait_for(complete, 15, "the lines written while the link was down")
+
+                said = len(err.lines)
+                link.stall()
+                write(5)
+                noticed = err.wait_for(lambda lines: any("link stalled" in line for line in lines[said:]), 20,
+                                       "the stall said on stderr")
+                write(5)
+                link.resume()
+                back = out.wait_for(complete, 10, "the lines written during the stall")
+            finally:
+                proc.terminate()
+                proc.wait(10)
+            assert out.lines == [f"line {n}" for n in range(first, written + 1)]  # in order, none twice
+            assert noticed <= 10.5, noticed
+            assert back <= 3.0, back
+            gaps = [line for line in err.lines if line.startswith("-- gap of") and "written meanwhile follow" in line]
+            assert len(gaps) == 2, err.lines
+        finally:
+            http.delete(f"/browsers/{sid}")

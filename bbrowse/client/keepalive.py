@@ -24,12 +24,11 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from bbrowse import __version__
 from bbrowse.client.errors import ClientError, NotFound, SessionGone
 from bbrowse.client.net import websocket_options
+from bbrowse.client.retry import reconnect_delay
 
 if TYPE_CHECKING:
     from bbrowse.client.client import BrowserClient
 
-#: Waits before reconnect number 1, 2, ... (a connection that held a while is reopened after the first).
-RECONNECT_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 #: A connection that lived this long counts as good: the next drop starts the backoff over.
 STABLE_SECONDS = 30.0
 #: Letting go waits no longer than this for the service's close frame (a command's exit waits for it).
@@ -93,5 +92,5 @@ class KeepAlive:
                             self.connected = False
                 if loop.time() - opened > STABLE_SECONDS:
                     failures = 0
-            await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+            await asyncio.sleep(reconnect_delay(failures))
             failures += 1

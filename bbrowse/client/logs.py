@@ -1,23 +1,64 @@
-"""Log streams: a file on the instance (`source=path`) or a supervised program (`source=supervisor`)."""
+"""Log streams: a file on the instance (`source=path`) or a supervised program (`source=supervisor`).
+
+`Logs.follow` follows a log across drops and stalls, for the app's log panes and `bbrowse logs` alike:
+a stream quiet for `PROBE_AFTER_SECONDS` is checked by a one-shot call (Kernel's SSE sends no heartbeat,
+so silence proves nothing); a call unanswered within `PROBE_TIMEOUT_SECONDS` means the link stalled, and
+the stream is dropped. Reconnects follow `retry.reconnect_delay`. Each gap is marked (`LogGap`), and for a
+file the lines written meanwhile are read back with `read_file` (the stream has no offset): the file's
+lines after the last ones shown, in order, then the new stream with the lines both carried skipped.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from bbrowse.client.decode import json_body, validate
-from bbrowse.client.errors import ProtocolError
+from bbrowse.client.errors import ClientError, IncompleteStream, ProtocolError
+from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
 from bbrowse.client.sse import iter_sse_json
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
-from bbrowse.wire import LogEvent, LogSource
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
 
 #: A one-shot read of a supervised program's log ends after this long without an event.
 QUIET_SECONDS = 2.0
+#: A followed stream quiet this long is checked with a call; one unanswered this long means a stalled link
+#: (a stall is noticed within 5 + 4 s).
+PROBE_AFTER_SECONDS = 5.0
+PROBE_TIMEOUT_SECONDS = 4.0
+#: Lines shown last, kept to find the place in the file where a gap starts.
+SEEN_LINES = 8
+#: After a reconnect, the new stream's lines are compared with the gap's read back for this long at most.
+OVERLAP_WAIT_SECONDS = 1.0
+#: The longest gap read back from a file (its last lines when more were written meanwhile).
+MAX_GAP_LINES = 200_000
+
+#: The one line Kernel's VM sends, then ends, for a log it does not have (a supervisor, a file it cannot open).
+KERNEL_REFUSALS = (LOGS_SOURCE_NOT_AVAILABLE, "failed to open log path")
+#: What `Logs.follow` tells `on_state`: the stream is being opened, flowing, or the link is down.
+CONNECTING, LIVE, STALLED, RECONNECTING = "connecting", "live", "stalled", "reconnecting"
+
+
+@dataclass(frozen=True)
+class LogGap:
+    """A mark in a followed log where the link was down for `seconds`. `recovered`: how many of the lines
+    written meanwhile follow (read back from the file); None when they cannot be (a supervised program's log)."""
+
+    seconds: float
+    recovered: int | None
+    #: The file was truncated or replaced meanwhile: what follows is its content now, from its start.
+    rewritten: bool = False
+
+
+class _StalledError(Exception):
+    """A followed stream stayed quiet and the service did not answer a check in time."""
 
 
 class Logs:
@@ -111,6 +152,23 @@ class Logs:
             async for payload in iter_sse_json(response, what):
                 yield validate(LogEvent, payload, what)
 
+    def follow(
+        self,
+        id_or_name: str,
+        *,
+        source: LogSource | str = LogSource.PATH,
+        path: str | None = None,
+        supervisor_process: str | None = None,
+        tail: int | None = None,
+        on_state: Callable[[str, str | None], object] = lambda state, reason: None,
+    ) -> AsyncIterator[LogEvent | LogGap]:
+        """Follow a log until closed, across drops and stalls: `LogEvent`s, and a `LogGap` where the link was
+        down, followed (for a file) by the lines written meanwhile. `on_state(state, reason)` hears of each
+        change (`CONNECTING`, `LIVE`, `STALLED`, `RECONNECTING`). A refusal that would not change on another try
+        (the file or the session missing) is raised. A stream that answers only "logs source not available"
+        or "failed to open log path" (Kernel's VM) yields that line and ends."""
+        return _Follower(self, id_or_name, str(source), path, supervisor_process, tail, on_state).run()
+
     async def supervisors(self, id_or_name: str) -> list[str]:
         """bbrowse serve extension: the names `source=supervisor` accepts (`bbrowse` first).
 
@@ -120,3 +178,212 @@ class Logs:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ProtocolError(f"list supervisors: expected an array of names, got {names!r:.200}")
         return names
+
+
+class _Follower:
+    def __init__(self, logs: Logs, id_or_name: str, source: str, path: str | None, supervisor: str | None,
+                 tail: int | None, on_state: Callable[[str, str | None], object]) -> None:
+        self.logs = logs
+        self.id_or_name = id_or_name
+        self.source = source
+        self.path = path
+        self.supervisor = supervisor
+        self.tail = tail
+        self.on_state = on_state
+        self.by_file = source == LogSource.PATH and path is not None and logs._read_file is not None
+        #: The last lines shown (non-empty), to find where a gap starts in the file.
+        self.seen: collections.deque[str] = collections.deque(maxlen=SEEN_LINES)
+        #: The file's size when following began: a gap before any line was shown starts there.
+        self.start_size: int | None = None
+
+    def _stream(self, tail: int | None) -> Stream[LogEvent]:
+        return self.logs.stream(self.id_or_name, source=self.source, path=self.path,
+                                supervisor_process=self.supervisor, follow=True, tail=tail)
+
+    async def _probe(self) -> bool:
+        route = f"/browsers/{segment(self.id_or_name)}"
+        if self.path is not None:
+            return await self.logs._t.probe(f"{route}/fs/file_info", params={"path": self.path},
+                                            timeout=PROBE_TIMEOUT_SECONDS)
+        return await self.logs._t.probe(route, timeout=PROBE_TIMEOUT_SECONDS)
+
+    async def _size(self) -> int | None:
+        if self.path is None:
+            return None
+        try:
+            response = await self.logs._t.request("GET", f"/browsers/{segment(self.id_or_name)}/fs/file_info",
+                                                  params={"path": self.path}, idempotent=True)
+            body = json_body(response, "file info")
+        except ClientError:
+            return None
+        size = body.get("size_bytes") if isinstance(body, dict) else None
+        return size if isinstance(size, int) else None
+
+    async def run(self) -> AsyncIterator[LogEvent | LogGap]:
+        failures = 0
+        lost_at: float | None = None
+        first = True
+        self.on_state(CONNECTING, None)
+        if self.by_file:
+            self.start_size = await self._size()
+        while True:
+            queue: asyncio.Queue[LogEvent | BaseException | None] = asyncio.Queue()
+            reader = asyncio.ensure_future(self._read(self._stream(self.tail if first else None), queue))
+            opened = time.monotonic()
+            try:
+                if lost_at is not None:
+                    async for item in self._gap(lost_at, queue):
+                        if isinstance(item, LogEvent) and item.message:
+                            self.seen.append(item.message)
+                        yield item
+                    lost_at = None
+                first = False
+                self.on_state(LIVE, None)
+                async for event in self._events(queue):
+                    if event.message:
+                        self.seen.append(event.message)
+                    yield event
+                return  # the service ended the stream on purpose (see `_events`)
+            except _StalledError:
+                reason = "no answer from the service"
+                self.on_state(STALLED, reason)
+            except ClientError as error:
+                if is_permanent(error):
+                    raise
+                reason = str(error)
+                self.on_state(RECONNECTING, reason)
+            finally:
+                reader.cancel()
+                with contextlib.suppress(BaseException):
+                    await reader
+            if lost_at is None:
+                lost_at = time.monotonic()
+            if time.monotonic() - opened > STABLE_SECONDS:
+                failures = 0
+            while True:  # wait for the link: a stream opened through a stalled one would hang
+                await asyncio.sleep(reconnect_delay(failures))
+                failures += 1
+                if await self._probe():
+                    break
+                self.on_state(STALLED, reason)
+            self.on_state(RECONNECTING, reason)
+
+    async def _read(self, stream: Stream[LogEvent], queue: asyncio.Queue[LogEvent | BaseException | None]) -> None:
+        try:
+            async with stream as events:
+                await queue.put(_OPENED)
+                async for event in events:
+                    await queue.put(event)
+            await queue.put(None)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # handed to the follower, which decides
+            await queue.put(error)
+
+    async def _next(self, queue: asyncio.Queue[LogEvent | BaseException | None]) -> LogEvent | None:
+        """The next event; None at the stream's end. Quiet for too long: the link is checked."""
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), PROBE_AFTER_SECONDS)
+            except TimeoutError:
+                if not await self._probe():
+                    raise _StalledError from None
+                continue
+            if item is _OPENED:
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            return item
+
+    async def _events(self, queue: asyncio.Queue[LogEvent | BaseException | None]) -> AsyncIterator[LogEvent]:
+        count = 0
+        while True:
+            event = await self._next(queue)
+            if event is None:
+                if count == 1 and self.seen and self.seen[-1].strip() in KERNEL_REFUSALS:
+                    return  # Kernel's VM said once that it has no such log, and ended: nothing to follow
+                raise IncompleteStream("log stream: ended by the service")
+            count += 1
+            yield event
+
+    async def _gap(self, lost_at: float, queue: asyncio.Queue[LogEvent | BaseException | None]) \
+            -> AsyncIterator[LogEvent | LogGap]:
+        """The gap's mark, then (for a file) its lines read back, the new stream's copies of them skipped."""
+        if not self.by_file:
+            yield LogGap(time.monotonic() - lost_at, None)
+            return
+        lines, rewritten = await self._lines_since_seen()
+        yield LogGap(time.monotonic() - lost_at, len(lines), rewritten)
+        now = datetime.now(UTC)
+        for line in lines:
+            yield LogEvent(message=line, timestamp=now)
+        # The new stream began before the file was read: its first lines may be the gap's last ones.
+        early: list[LogEvent] = []
+        deadline = time.monotonic() + OVERLAP_WAIT_SECONDS
+        while lines and _overlap_possible(lines, [e.message for e in early if e.message]):
+            remaining = deadline - time.monotonic()
+            try:
+                item = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+            except TimeoutError:
+                break
+            if item is _OPENED:
+                continue
+            if item is None or isinstance(item, BaseException):
+                await queue.put(item)  # the reader has ended: nothing comes after it
+                break
+            early.append(item)
+        messages = [e.message for e in early if e.message]
+        skip = _overlap(lines, messages)
+        for event in early:
+            if event.message and skip:
+                skip -= 1
+                continue
+            yield event
+
+    async def _lines_since_seen(self) -> tuple[list[str], bool]:
+        """The file's complete, non-empty lines after the last ones shown, and whether those were not found
+        (the file was truncated or replaced: then all its lines), at most the last `MAX_GAP_LINES`."""
+        assert self.logs._read_file is not None and self.path is not None
+        kept: collections.deque[str] = collections.deque(maxlen=MAX_GAP_LINES)
+        anchor = list(self.seen)[-3:]
+        window: collections.deque[str] = collections.deque(maxlen=max(len(anchor), 1))
+        found = False
+        offset = 0
+        pending = b""
+        start = self.start_size if not anchor else None
+        async for chunk in self.logs._read_file(self.id_or_name, self.path):
+            pending += chunk
+            *whole, pending = pending.split(b"\n")  # a partial last line is left for the stream
+            for raw in whole:
+                begins = offset
+                offset += len(raw) + 1
+                if not raw or (start is not None and begins < start):
+                    continue
+                line = raw.decode("utf-8", "surrogateescape")
+                kept.append(line)
+                window.append(line)
+                if anchor and line == anchor[-1] and list(window) == anchor:
+                    kept.clear()  # the gap starts after the last place the lines shown last are found
+                    found = True
+        if not anchor:
+            return list(kept), bool(start and offset < start)
+        return list(kept), not found
+
+
+def _overlap(lines: list[str], early: list[str]) -> int:
+    """How many of `early` (the new stream's first lines) are the end of `lines` (the gap read back): the
+    largest k with early[:k] == lines[-k:]."""
+    for k in range(min(len(lines), len(early)), 0, -1):
+        if early[:k] == lines[-k:]:
+            return k
+    return 0
+
+
+def _overlap_possible(lines: list[str], early: list[str]) -> bool:
+    """Whether more of the new stream's lines could still turn out to repeat the end of `lines`: some
+    suffix of `lines` longer than `early` begins with `early`."""
+    n = len(lines)
+    return any(lines[n - k:n - k + len(early)] == early for k in range(len(early) + 1, n + 1))
+
+
+_OPENED: Any = object()

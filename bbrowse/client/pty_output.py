@@ -54,7 +54,7 @@ from bbrowse.client.errors import (
     SessionGone,
     VmGoingAway,
 )
-from bbrowse.client.retry import is_permanent
+from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
 from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
 
 if TYPE_CHECKING:
@@ -62,12 +62,8 @@ if TYPE_CHECKING:
 
 ATTACH = "attach"
 STREAM = "stream"
-#: Waits before reconnect number 1, 2, ... (the first is immediate: a drop is usually a one-off).
-RECONNECT_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 #: How long the nudged size stays before the real one is restored, unless output comes sooner.
 NUDGE_SECONDS = 0.2
-#: A connection that lived this long before dropping is reopened at once; a shorter one counts as failing.
-STABLE_SECONDS = 2.0
 #: The longest the output loop runs before letting other tasks (keys, drawing) have the event loop.
 TURN_SECONDS = 0.002
 #: How often the process's status is asked while attached (Kernel's VM may send no exit frame, no close).
@@ -426,7 +422,7 @@ class PtyOutput:
             self._on_error(error)
             if self._give_up_after is not None and now - failing_since > self._give_up_after:
                 raise error
-        await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+        await asyncio.sleep(reconnect_delay(failures))
         return failures + 1, failing_since
 
 

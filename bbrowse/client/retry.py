@@ -48,6 +48,19 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(attempts=1)
 
+#: The one backoff of every connection that reconnects on its own (a followed log, a shell's output, the
+#: CDP keep-alive): waits before attempt 1, 2, ... after a drop, the last one repeated for as long as the
+#: link stays down. Short at its end, so a link that comes back is used again within about a second.
+RECONNECT_DELAYS = (0.0, 0.25, 0.5, 1.0)
+#: A connection that lived this long before it dropped was good: the next reconnect starts the backoff over.
+STABLE_SECONDS = 2.0
+
+
+def reconnect_delay(failures: int) -> float:
+    """Seconds to wait before reconnect attempt `failures` (0-based), with a little jitter past the first."""
+    delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
+    return delay * random.uniform(0.8, 1.2) if delay else 0.0
+
 #: A caller that asks again on its own (a table's polling) and was rate limited without a `Retry-After`
 #: waits at least this long.
 RATE_LIMITED_FLOOR = 5.0

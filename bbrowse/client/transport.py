@@ -194,6 +194,16 @@ class Transport:
         finally:
             await response.aclose()
 
+    async def probe(self, path: str, *, params: Mapping[str, Any] | None = None, timeout: float) -> bool:
+        """Whether the service answers a GET of `path` within `timeout` s, whatever the status: one try, no
+        retry. A stream that has been quiet proves nothing (Kernel's SSE has no heartbeat); this does."""
+        request = self._build("GET", path, self.routes.for_path(path), params=params, timeout=httpx.Timeout(timeout))
+        try:
+            response = await asyncio.wait_for(self.http.send(request), timeout + 1.0)
+        except (httpx.TransportError, TimeoutError):
+            return False
+        return response.status_code < 600
+
     def websocket_endpoints(self, path: str) -> list[Endpoint]:
         """Where to open the WebSocket at `path`, in order: the session's VM (jwt in the query, no API key)
         when its route is known, then the control plane (bearer token)."""

@@ -4,6 +4,10 @@ Each line is flushed as it arrives so `bbrowse logs ... | grep` sees it at once.
 ctrl-c (exit 130) or until the session ends, and holds the session alive meanwhile (`KeepAlive`: on
 Kernel a log stream is not activity). `--no-follow` ends on any service: Kernel's VM never ends a
 `follow=false` stream, so a file is read with `read_file` instead (`Logs.existing`).
+
+Following survives a dropped or stalled link (`Logs.follow`): the state goes to stderr (`-- link
+stalled: ...`, `-- reconnecting ...`), and where the link was down a mark (stderr) is followed by the
+lines of a file written meanwhile (stdout, in order, none twice).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import sys
 import click
 
 from bbrowse.client import BrowserClient, KeepAlive
+from bbrowse.client.logs import CONNECTING, LIVE, LogGap
 from bbrowse.commands.output import print_json, write_all
 from bbrowse.commands.runner import run
+from bbrowse.humanize import duration
 from bbrowse.wire import LogEvent, LogSource
 
 
@@ -58,10 +64,27 @@ def logs_command(session: str, path: str | None, supervisor: str | None, no_foll
                                                     supervisor_process=supervisor, tail=tail):
                 show(event)
             return
-        events = client.logs.stream(session, source=source, path=path, supervisor_process=supervisor,
-                                    follow=True, tail=tail)
-        async with KeepAlive(client, session), events:
-            async for event in events:
-                show(event)
+        said: list[str] = [CONNECTING]
+
+        def state(now: str, reason: str | None) -> None:
+            previous, said[0] = said[0], now
+            if now == previous or now == CONNECTING or (now == LIVE and previous == CONNECTING):
+                return
+            note = "link back: following again" if now == LIVE else f"link {now}{f': {reason}' if reason else ''}"
+            sys.stderr.write(f"-- {note}\n")
+            sys.stderr.flush()
+
+        events = client.logs.follow(session, source=source, path=path, supervisor_process=supervisor, tail=tail,
+                                    on_state=state)
+        async with KeepAlive(client, session):
+            async for item in events:
+                if isinstance(item, LogGap):
+                    what = (f"{item.recovered} line{'s' if item.recovered != 1 else ''} written meanwhile follow"
+                            if item.recovered is not None else "lines written meanwhile are not known")
+                    sys.stderr.write(f"-- gap of {duration(round(item.seconds))}: {what}"
+                                     f"{' (the file was rewritten)' if item.rewritten else ''}\n")
+                    sys.stderr.flush()
+                else:
+                    show(item)
 
     run(work)
