@@ -11,8 +11,7 @@ import uuid
 from app_support import make_app, wait_for, wait_for_notification
 from textual.binding import Binding
 from textual.command import CommandList, CommandPalette
-from textual.widgets import Button
-from textual.widgets._footer import FooterKey
+from textual.widgets import Button, RadioButton
 
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -23,6 +22,7 @@ from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import FooterKey, notifications
 
 
 def footer_keys(screen) -> tuple[list[FooterKey], FooterKey | None]:
@@ -75,6 +75,9 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
         prompts = [str(commands.get_option_at_index(i).prompt) for i in range(commands.option_count)]
         current = [p for p in prompts if "(current)" in p]
         assert len(current) == 1 and current[0].startswith(app.theme), current
+        # ... and opens on it, not on the first entry
+        assert prompts[0] != current[0]
+        assert commands.highlighted is not None and prompts[commands.highlighted] == current[0]
         # the palette's own footer (esc), not the sessions screen's behind it
         shown = await assert_whole(pilot, app.screen, "Exit the command palette")
         assert "New session" not in shown, shown
@@ -111,6 +114,9 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
             await pilot.pause(0.2)
             assert_fits(dialog)
             await assert_whole(pilot, dialog, expected)
+            if isinstance(dialog, OpenLogScreen):  # one choice marked, not two ● (the off one was a dim ●)
+                marks = [button.render().plain for button in dialog.query(RadioButton)]
+                assert len(marks) == 2 and sum("●" in mark for mark in marks) == 1, marks
             app.pop_screen()
             await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
 
@@ -160,6 +166,6 @@ async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes
         assert "timed out or was deleted elsewhere" in message
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="back on the sessions table")
         await pilot.pause(1.0)
-        about_it = [n for n in app._notifications if name in n.message or session_id in n.message
+        about_it = [n for n in notifications(app) if name in n.message or session_id in n.message
                     or "session_gone" in n.message]
         assert len(about_it) == 1, [n.message for n in about_it]  # one notice, no per-tab errors

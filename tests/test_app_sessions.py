@@ -6,6 +6,7 @@ import uuid
 
 import httpx
 from app_support import make_app, wait_for
+from textual.widgets._footer import FooterKey
 
 from bbrowse.tui.palette import BbrowsePalette
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -71,6 +72,10 @@ async def test_list_refreshes_live_and_keeps_the_cursor(service, http: httpx.Asy
         await wait_for(pilot, lambda: len(table_ids(app)) == 3, timeout=8)
         assert table.cursor_row == 1  # still on the second session
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == second["session_id"]
+        # with rows and the table focused, the footer still says what enter does (the table's hidden
+        # enter used to take its place)
+        shown = [(key.key, key.description) for key in app.screen.query(FooterKey) if key.display and key.region.width]
+        assert ("enter", "Open") in shown, shown
     for b in (first, second, third):
         await http.delete(f"/browsers/{b['session_id']}")
 

@@ -15,7 +15,7 @@ from typing import Protocol, cast, runtime_checkable
 
 from textual import events, on
 from textual.binding import Binding
-from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.command import Command, CommandInput, CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
@@ -170,6 +170,18 @@ class BbrowsePalette(CommandPalette):
     async def _palette_footer(self) -> None:
         await self.mount(Footer())
         self.refresh_bindings()
+
+    def _refresh_command_list(self, command_list: CommandList, commands: list[Command], clear_current: bool) -> None:
+        """As Textual's, but a picker's list opens on the entry marked "(current)" (the theme or profile in
+        use), not on its first."""
+        super()._refresh_command_list(command_list, commands, clear_current)
+        if self.query_one(CommandInput).value:
+            return
+        for index in range(command_list.option_count):
+            option = command_list.get_option_at_index(index)
+            if isinstance(option, Command) and "(current)" in str(option.hit.help or ""):
+                command_list.highlighted = index
+                break
 
 
 class BbrowseCommands(Provider):

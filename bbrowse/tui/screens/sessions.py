@@ -41,6 +41,13 @@ COLUMNS = (("name", "Name"), ("id", "ID"), ("created", "Created"), ("headless", 
 FITS = (ColumnFit("created", 0, 8), ColumnFit("headless", 1, 3), ColumnFit("name", 2, 8), ColumnFit("id", 3, 10),
         ColumnFit("timeout", 4, 4), ColumnFit("state", 5, 6))
 
+class SessionsTable(DataTable):
+    """The sessions table: enter opens the highlighted session, and the footer says so (DataTable's own
+    enter, hidden, took the footer's place of the screen's "⏎ Open" as soon as the table had focus)."""
+
+    BINDINGS = [Binding("enter", "screen.open", "Open", show=True)]
+
+
 
 def session_cells(browser: Browser, now: datetime | None = None, *, selected: bool = False) -> dict[str, str | Text]:
     """The cells of one session's row: `Text` (remote text is never parsed as markup) that ends with an
@@ -125,7 +132,7 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         with Vertical(id="sessions-body"):
             yield Input(placeholder="filter by name or id (enter to apply, esc to clear)", id="filter")
             yield Static("", id="sessions-stale", markup=False)
-            yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield SessionsTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="sessions-empty")
         yield BbrowseFooter()
 
