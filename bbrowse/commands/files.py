@@ -15,6 +15,7 @@ from bbrowse.commands import progress
 from bbrowse.commands.output import print_json, table, write_all
 from bbrowse.commands.runner import run
 from bbrowse.humanize import absolute_time, human_bytes
+from bbrowse.transfer import pour
 from bbrowse.wire import FileInfo
 
 
@@ -37,10 +38,8 @@ def cat_command(session: str, path: str) -> None:
         out = sys.stdout.fileno()
         chunks = client.fs.read_file(session, path)
         async with chunks:
-            with progress.transfer(path, total, show=show) as advance:
-                async for chunk in chunks:
-                    write_all(out, chunk)
-                    advance(len(chunk))
+            with progress.transfer(path, total, show=show) as moved:
+                await pour(chunks, lambda chunk: write_all(out, chunk), moved)
 
     run(work)
 

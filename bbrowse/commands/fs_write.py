@@ -17,6 +17,7 @@ from bbrowse.client import BrowserClient, ServiceError
 from bbrowse.commands import progress
 from bbrowse.commands.output import EXIT_FAILURE, print_error, write_all
 from bbrowse.commands.runner import run
+from bbrowse.transfer import pour, save_stream
 from bbrowse.uploads import destination, plan, upload
 
 
@@ -45,23 +46,11 @@ def put_command(session: str, local: Path, remote: str) -> None:
     async def work(client: BrowserClient) -> None:
         target = await destination(client.fs, session, what.name, remote)
         description = f"{what.describe()} → {target}"
-        with progress.transfer(description, what.size, show=progress.wanted()) as advance:
-            await upload(client.fs, session, what, target, progress=Sent(advance))
+        with progress.transfer(description, what.size, show=progress.wanted()) as moved:
+            await upload(client.fs, session, what, target, progress=moved)
         click.echo(target)
 
     run(work)
-
-
-class Sent:
-    """The client's `progress(done_so_far)` turned into the bar's `advance(n)`."""
-
-    def __init__(self, advance: progress.Advance) -> None:
-        self.advance = advance
-        self.done = 0
-
-    def __call__(self, done: int) -> None:
-        self.advance(done - self.done)
-        self.done = done
 
 
 @click.command("rm-file")
@@ -210,14 +199,12 @@ def zip_command(session: str, directory: str, output: str | None) -> None:
     async def work(client: BrowserClient) -> None:
         if target is None:
             out = sys.stdout.fileno()
-            async with client.fs.download_dir_zip(session, directory) as chunks:
-                with progress.transfer(directory, None, show=progress.wanted(stdout_too=True)) as advance:
-                    async for chunk in chunks:
-                        write_all(out, chunk)
-                        advance(len(chunk))
+            with progress.transfer(directory, None, show=progress.wanted(stdout_too=True)) as moved:
+                await pour(client.fs.download_dir_zip(session, directory), lambda chunk: write_all(out, chunk), moved)
             return
-        with progress.transfer(f"{directory} → {target.name}", None, show=progress.wanted()) as advance:
-            await client.fs.save_dir_zip(session, directory, target, progress=Sent(advance))
+        with progress.transfer(f"{directory} → {target.name}", None, show=progress.wanted()) as moved:
+            await save_stream(client.fs.download_dir_zip(session, directory, chunk_size=None), target, moved,
+                              replace=True)
         click.echo(str(target))
 
     run(work)

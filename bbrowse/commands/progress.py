@@ -7,10 +7,10 @@ disappears when the download ends, leaving only what the command prints.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-Advance = Callable[[int], None]
+from bbrowse.transfer import Progress
 
 
 def wanted(*, stdout_too: bool = False) -> bool:
@@ -22,8 +22,9 @@ def wanted(*, stdout_too: bool = False) -> bool:
 
 
 @contextmanager
-def transfer(description: str, total: int | None, *, show: bool = True) -> Iterator[Advance]:
-    """Yield `advance(n_bytes)`. With `total` unknown the bar pulses and still counts bytes and speed."""
+def transfer(description: str, total: int | None, *, show: bool = True) -> Iterator[Progress]:
+    """Yield `progress(bytes_done_so_far)` (`bbrowse.transfer`'s, the client's), to pass to `pour`,
+    `save_stream` or an upload. With `total` unknown the bar pulses and still counts bytes and speed."""
     if not show:
         yield lambda _n: None
         return
@@ -48,4 +49,4 @@ def transfer(description: str, total: int | None, *, show: bool = True) -> Itera
     )
     task = progress.add_task(description, total=total)  # before start: the first frame already shows it
     with progress:
-        yield lambda n: progress.advance(task, n)
+        yield lambda done: progress.update(task, completed=done)

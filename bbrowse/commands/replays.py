@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 import click
 
-from bbrowse.client import BrowserClient, Stream
+from bbrowse.client import BrowserClient
 from bbrowse.commands import progress
 from bbrowse.commands.output import print_json, table, write_all
 from bbrowse.commands.runner import CommandError, run
 from bbrowse.humanize import relative_time
+from bbrowse.transfer import pour, save_stream
 from bbrowse.wire import Replay
 
 
@@ -107,19 +106,6 @@ def stop_command(session: str, replay_id: str | None) -> None:
     run(work)
 
 
-async def copy(chunks: Stream[bytes], sink: Callable[[bytes], object], label: str, *, show: bool) -> None:
-    async with chunks:
-        with progress.transfer(label, None, show=show) as advance:
-            async for chunk in chunks:
-                sink(chunk)
-                advance(len(chunk))
-
-
-def open_for_writing(path: Path) -> BinaryIO:
-    """Blocking open is fine here: the command has nothing else to do meanwhile."""
-    return open(path, "wb")
-
-
 def default_video_name(replay_id: str) -> str:
     return f"replay-{re.sub(r'[^A-Za-z0-9._-]+', '_', replay_id)}.mp4"
 
@@ -135,19 +121,16 @@ def download_command(session: str, replay_id: str, output: str | None) -> None:
     async def work(client: BrowserClient) -> None:
         chunks = client.replays.download(session, replay_id)
         label = f"replay {replay_id}"
-        if output == "-":
-            out = sys.stdout.fileno()
-            await copy(chunks, lambda chunk: write_all(out, chunk), label, show=progress.wanted(stdout_too=True))
-            return
+        to_stdout = output == "-"
         path = Path(output or default_video_name(replay_id))
-        partial = path.with_name(path.name + ".part")
-        try:
-            with open_for_writing(partial) as file:
-                await copy(chunks, file.write, label, show=progress.wanted())
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.replace(path)  # a file under the final name is always complete
+        async with chunks:  # open first: the response says how long the MP4 is
+            with progress.transfer(label, chunks.content_length,
+                                   show=progress.wanted(stdout_too=to_stdout)) as moved:
+                if to_stdout:
+                    out = sys.stdout.fileno()
+                    await pour(chunks, lambda chunk: write_all(out, chunk), moved)
+                    return
+                await save_stream(chunks, path, moved, replace=True)  # complete under its name, or absent
         click.echo(str(path))
 
     run(work)

@@ -41,9 +41,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Label
 
+from bbrowse.transfer import save_lines
 from bbrowse.tui.ansi_text import cell_widths, maybe_json, pretty_json, to_text
 from bbrowse.tui.logbuffer import DEFAULT_CAPACITY, AllLines, LogBuffer, MatchIndex, RowMap
-from bbrowse.tui.saving import commit, partial_path
 
 #: Upper bound of batches (and repaints) per second while lines stream in.
 FRAMES_PER_SECOND = 30
@@ -975,17 +975,11 @@ class LogPanel(Vertical):
 
         self.app.push_screen(SaveScreen("Save log", f"bbrowse-{self.slug}-{stamp}.log", what=what), chosen)
 
-    @work(thread=True, exclusive=True, group="log-save")
-    def _save(self, lines: list[str], target: Path, which: str = "") -> None:
-        partial = partial_path(target)
+    @work(exclusive=True, group="log-save")
+    async def _save(self, lines: list[str], target: Path, which: str = "") -> None:
         try:
-            with partial.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
-                for line in lines:
-                    out.write(line)
-                    out.write("\n")
-            target = commit(partial, target)
+            target, _ = await save_lines(lines, target)
         except OSError as error:
-            partial.unlink(missing_ok=True)
             self.notify(f"Could not save to {target}: {error}", title="Save failed", severity="error", timeout=8,
                         markup=False)
             return
