@@ -13,10 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from bbrowse.transfer import commit, partial_path, unused_path
-
-#: commit and partial_path are here until panes/screenshot.py saves with `bbrowse.transfer.save_bytes`.
-__all__ = ["commit", "download_dir", "free_name", "partial_path", "resolve_target"]
+from bbrowse.transfer import unused_path
 
 
 def download_dir() -> Path:

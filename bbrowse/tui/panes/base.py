@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rich.cells import cell_len
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widget import Widget
 from textual.widgets import Static
 
 from bbrowse.client import BrowserClient
@@ -15,10 +12,12 @@ from bbrowse.tui.app_services import services
 
 
 class SessionPane(Vertical):
-    """A tab of the session screen (shells, logs, files, screenshot, replays), made for one session."""
+    """A tab of the session screen (shells, logs, files, screenshot, replays, events), made for one session.
 
-    #: The children (selectors or widget types) that a reply arriving later is drawn into; see `in_place`.
-    DRAWN_INTO: ClassVar[tuple[str | type[Widget], ...]] = ()
+    Workers report, handlers draw: a worker calls the client and posts a typed message; an `@on` handler
+    of the pane draws it. A pane's messages are handled only while it is mounted (its loop ends before its
+    children go), so a reply that outlives the pane is never drawn, and no code asks "still mounted?".
+    """
 
     def __init__(self, session_id: str) -> None:
         super().__init__()
@@ -28,12 +27,6 @@ class SessionPane(Vertical):
     def client(self) -> BrowserClient:
         """The client of the service the session lives on (the app's, through `AppServices`)."""
         return services(self).connected_client()
-
-    def in_place(self) -> bool:
-        """Attached, with every child in `DRAWN_INTO`. When the app quits (or the session screen closes) a pane
-        is still attached for a moment after its children have gone, and a worker's reply drawn into a missing
-        one failed the app (the screenshot, files and replays panes, each seen in full runs)."""
-        return self.is_attached and all(self.query(part) for part in self.DRAWN_INTO)
 
     def focus_default(self) -> None:
         """Give the keyboard to the pane's main widget: the session screen calls it when the tab is shown

@@ -38,11 +38,11 @@ from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
 from bbrowse.client.screencast import Screencast
+from bbrowse.transfer import save_bytes
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.remote_input import RemoteInput
-from bbrowse.tui.saving import commit, partial_path
 from bbrowse.tui.widgets.image_view import ImageView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
@@ -691,12 +691,9 @@ class ScreenshotPane(SessionPane, can_focus=True):
                                         what=f"PNG captured {captured_at.strftime('%H:%M:%S')}"), chosen)
 
     def _write(self, png: bytes, target: Path) -> None:
-        partial = partial_path(target)
         try:
-            partial.write_bytes(png)
-            target = commit(partial, target)
+            target = save_bytes(png, target)
         except OSError as error:
-            partial.unlink(missing_ok=True)
             self.notify(str(error), title="Could not save the screenshot", severity="error")
             return
         self.last_saved = target
