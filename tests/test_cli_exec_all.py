@@ -41,7 +41,7 @@ async def test_exec_on_every_matching_session(browserless_service, browserless_h
     assert {b["session_id"] for b in [*made, other]} <= set(by_id)
     assert by_id[made[0]["session_id"]]["name"] == names[0] and by_id[made[0]["session_id"]]["exit_code"] == 0
 
-    failing = json.loads(bb(browserless_service, "exec", "-q", f"fleet-{tag}", "--json", "--",
+    failing = json.loads(bb(browserless_service, "exec", "--query", f"fleet-{tag}", "--json", "--",
                             "sh", "-c", "printf x; test ! -e fail-marker").stdout)
     assert sorted((e["name"], e["exit_code"], base64.b64decode(e["stdout_b64"])) for e in failing) == [
         (names[0], 0, b"x"), (names[1], 1, b"x"), (names[2], 0, b"x")]

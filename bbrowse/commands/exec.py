@@ -41,8 +41,9 @@ COMMAND_CONTEXT = {"ignore_unknown_options": True}
 
 @click.command("exec", context_settings=COMMAND_CONTEXT)
 @click.argument("arguments", nargs=-1, required=True, type=click.UNPROCESSED, metavar="[ID] -- CMD [ARG]...")
-@click.option("-a", "--all", "every", is_flag=True, help="Run on every active session at once (no ID).")
-@click.option("-q", "--query", default=None, metavar="Q",
+# long options only: `-a` and `-q` after the ID belong to the command (`ls -a`, `grep -q`)
+@click.option("--all", "every", is_flag=True, help="Run on every active session at once (no ID).")
+@click.option("--query", default=None, metavar="Q",
               help="Run on every session whose name or id contains Q, at once (no ID).")
 @click.option("-C", "--cwd", default=None, help="Absolute working directory (default: the session's).")
 @click.option("-e", "--env", "env_pairs", multiple=True, metavar="NAME=VALUE", help="Set a variable; repeatable.")
