@@ -2,36 +2,55 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from bbrowse import __version__
 from bbrowse.commands import COMMANDS
-from bbrowse.commands.output import EXIT_FAILURE, EXIT_USAGE, print_error
 from bbrowse.limits import RetentionLimits, parse_duration, parse_size
 
 
 class CommandGroup(click.Group):
-    """click's group, but a usage error is one line (`error: usage: ...`, exit 2) like every other failure."""
+    """click's group, but a usage error is one line (`error: usage: ...`, exit 2) like every other failure,
+    and the scriptable commands are imported only when named (`COMMANDS`): the app starts without them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        module, attribute = where.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.UsageError as exc:
-            message = exc.format_message().rstrip()
-            if exc.ctx is not None:
-                message += ("" if message.endswith(".") else ".") + f" See '{exc.ctx.command_path} --help'."
-            print_error("usage", message)
-            sys.exit(EXIT_USAGE)
-        except click.ClickException as exc:
-            print_error("usage", exc.format_message())
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            sys.exit(EXIT_FAILURE)
+        except (click.ClickException, click.Abort) as exc:
+            _exit_with(exc)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _exit_with(exc: click.ClickException | click.Abort) -> None:
+    """Fail in one line, usage errors included (imported here: the app starts without the output helpers)."""
+    from bbrowse.commands.output import EXIT_FAILURE, EXIT_USAGE, print_error
+
+    if isinstance(exc, click.UsageError):
+        message = exc.format_message().rstrip()
+        if exc.ctx is not None:
+            message += ("" if message.endswith(".") else ".") + f" See '{exc.ctx.command_path} --help'."
+        print_error("usage", message)
+        sys.exit(EXIT_USAGE)
+    if isinstance(exc, click.ClickException):
+        print_error("usage", exc.format_message())
+        sys.exit(exc.exit_code)
+    sys.exit(EXIT_FAILURE)
 
 
 def _limit(parse, value: str):
@@ -74,9 +93,14 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
         _check_theme(theme)
     set_command_line(Overrides(profile=profile, theme=theme))
     if ctx.invoked_subcommand is None:
+        from bbrowse.config import load_app_settings
+        from bbrowse.target import resolve_soon
+
+        settings, problems = load_app_settings()
+        pending = resolve_soon(settings.active_profile)  # the service starts while the app's modules load
         from bbrowse.tui.app import run_app
 
-        run_app()
+        run_app(settings, problems, pending)
 
 
 def _check_theme(name: str) -> None:
@@ -144,6 +168,3 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
           retention=RetentionLimits(keep_seconds=keep_for, max_bytes=max_state_size), no_sandbox=no_sandbox,
           announce=lambda line: click.echo(line, err=line.startswith("warning")))
 
-
-for _command in COMMANDS:
-    main.add_command(_command)

@@ -127,6 +127,8 @@ DEFAULT_SHELL: tuple[str, ...] = ("sh", "-c", "command -v bash >/dev/null && exe
 class ShellSettings(_Section):
     #: The shells pane's program and arguments; None means `DEFAULT_SHELL`.
     command: tuple[str, ...] | None = Field(default=None, min_length=1)
+    #: Predicted echo: keys drawn before the program echoes them (auto: on a link slower than ~30 ms).
+    predict: Literal["auto", "always", "never"] = "auto"
 
 
 class LogsSettings(_Section):
@@ -329,6 +331,14 @@ def _first_message(error: Exception) -> str:
     if isinstance(error, ValidationError):
         return error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
     return str(error)
+
+
+def load_app_settings() -> tuple[Settings, list[str]]:
+    """The settings in effect for the app; a broken file gives the defaults and a line saying why."""
+    try:
+        return load_settings(), []
+    except ConfigFileError as error:
+        return defaults(), [f"{error}\nUsing the defaults until it is fixed."]
 
 
 def defaults(env: Mapping[str, str] | None = None, overrides: Overrides | None = None) -> Settings:

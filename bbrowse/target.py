@@ -8,6 +8,7 @@ when none does.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,6 +51,14 @@ def target_for(profile: Profile, *, detached: bool = False) -> Target:
     service = launcher.find_or_start(detached=detached)
     return Target(config=ClientConfig(base_url=service.url, token=service.token), kind="embedded", embedded=service,
                   profile=profile.name)
+
+
+def resolve_soon(profile: Profile) -> Future[Target]:
+    """`target_for(profile)` in a thread of its own: an embedded service starts while the app loads."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-target")
+    pending = pool.submit(target_for, profile)
+    pool.shutdown(wait=False)
+    return pending
 
 
 def resolve_target(*, detached: bool = False) -> Target:

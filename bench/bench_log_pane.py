@@ -46,6 +46,7 @@ from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import driver_of
 from bbrowse.tui.widgets.log_view import LogView
 from bbrowse.wire import LogSource
 
@@ -84,7 +85,7 @@ class KeyProbe:
         del self.view.render_line  # back to the class's method
 
     async def run(self, stop: asyncio.Event) -> None:
-        driver = self.app._driver
+        driver = driver_of(self.app)
         assert driver is not None
         while not stop.is_set():
             if self._sent is None:

@@ -37,4 +37,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[dev]'
+# The dev environment is the lock file's exact versions (every supported platform and Python, by markers), then
+# bbrowse itself; `pip check` fails when pyproject.toml names a dependency the lock lacks. After changing
+# pyproject.toml's dependencies, regenerate the lock (uv keeps the versions it already has):
+#   uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 --no-header --no-annotate \
+#     -o requirements-dev.lock
+.venv/bin/python -m pip install -q -r requirements-dev.lock
+.venv/bin/python -m pip install -q --no-deps -e .
+.venv/bin/python -m pip check >/dev/null

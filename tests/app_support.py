@@ -9,13 +9,14 @@ from pathlib import Path
 from textual import events
 from textual.app import ComposeResult
 from textual.css.query import NoMatches
-from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
+from textual.keys import REPLACED_KEYS
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.textual_private import character_to_key, notifications, unicode_name_from_key
 
 
 def make_app(service, **options) -> BbrowseApp:
@@ -50,9 +51,9 @@ async def type_text(pilot, text: str, then: str | None = None) -> None:
     a key that moves the focus is waited for before typing.
     """
     for character in text:
-        key = character if character.isalnum() else _character_to_key(character)
+        key = character if character.isalnum() else character_to_key(character)
         try:
-            char: str | None = unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(key, key)))
+            char: str | None = unicodedata.lookup(unicode_name_from_key(REPLACED_KEYS.get(key, key)))
         except KeyError:
             char = character
         event = events.Key(key, char)
@@ -68,7 +69,7 @@ async def wait_for_notification(pilot, text: str, timeout: float = 15.0) -> str:
     """Until a notification shown by the app contains `text`; that notification's message. (`notify` posts a
     message to the app, so a notification appears a moment after the code that raised it has run.)"""
     for _ in range(int(timeout / 0.05)):
-        messages = [n.message for n in pilot.app._notifications]
+        messages = [n.message for n in notifications(pilot.app)]
         for message in messages:
             if text in message:
                 return message

@@ -21,6 +21,7 @@ from bbrowse.tui.panes.files import FilesPane, PromptInput
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.textual_private import notifications
 from bbrowse.tui.widgets.log_view import LogStatus
 from bbrowse.wire import LogSource
 
@@ -31,7 +32,7 @@ TIMEOUT_SECONDS, OPEN_FOR_SECONDS = 10, 30
 
 
 def error_toasts(app) -> list[str]:
-    return [n.message for n in app._notifications if n.severity == "error"]
+    return [n.message for n in notifications(app) if n.severity == "error"]
 
 
 def screen_text(tab: ShellTab) -> str:
@@ -152,7 +153,7 @@ async def test_a_shell_pane_says_its_session_was_deleted_or_its_vm_is_going_away
                                                           "esc: back to the sessions")
             assert tabs[0].going_away == "browser shutting down"  # what compat's 1001 said, behind the banner
             await pilot.pause(0.5)  # a toast is posted a moment after its cause
-            assert [n.message for n in app._notifications] == []  # the service answers: not "not answering"
+            assert [n.message for n in notifications(app)] == []  # the service answers: not "not answering"
 
             stop_service(handle)
             await wait_for(pilot, lambda: str(tabs[1].terminal.border_title).endswith("VM going away"),

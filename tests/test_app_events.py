@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from bbrowse.tui.panes.events import EventList, EventsPane
 from bbrowse.tui.screens.session import EndedPane, SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import notifications
 from bbrowse.wire import Browser
 from tests.browser_page import PageProbe
 from tests.browser_support import needs_chromium
@@ -120,9 +121,9 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             assert not screen.query("ShellsPane") and screen._keepalive is None
             app.session_ended(browser.session_id)  # what the app's watch would say of a session gone
             await pilot.pause()
-            assert app.screen is screen and not any("has ended" in n.message for n in app._notifications)
+            assert app.screen is screen and not any("has ended" in n.message for n in notifications(app))
             await pilot.press("5", "r")  # no recording on an ended session: the refusal is said, not swallowed
-            await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications),
+            await wait_for(pilot, lambda: any(n.severity == "error" for n in notifications(app)),
                            what="the refusal shown")
     finally:
         await http.delete(f"/browsers/{browser.session_id}")

@@ -28,6 +28,7 @@ from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.logbuffer import gap_text
 from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen, PathSuggester
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import notifications
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource
 
@@ -197,11 +198,11 @@ async def test_ctrl_s_asks_where_saves_the_buffer_in_the_download_dir_and_says_w
         assert proposed.startswith(str(downloads) + "/bbrowse-worker.log-") and proposed.endswith(".log")
         await accept_save_dialog(pilot, app)
         saved = lambda: list(downloads.glob("bbrowse-worker.log-*.log"))  # noqa: E731
-        await wait_for(pilot, lambda: len(saved()) == 1 and any("Saved" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: len(saved()) == 1 and any("Saved" in n.message for n in notifications(app)))
         target = saved()[0]
         assert str(target) == proposed
         assert target.read_text() == "".join(line + "\n" for line in lines)  # as received, colour codes and all
-        notice = next(n for n in app._notifications if n.title == "Log saved")
+        notice = next(n for n in notifications(app) if n.title == "Log saved")
         assert str(target) in notice.message and "50 lines" in notice.message
 
 

@@ -24,6 +24,7 @@ from bbrowse.tui.panes import replays as replays_pane
 from bbrowse.tui.screens import sessions as sessions_screen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import notifications
 
 REQUEST_LINE = re.compile(rb"(GET|POST|PUT|PATCH|DELETE) (/[^ \r\n]*) HTTP/1\.1\r\n")
 
@@ -168,7 +169,7 @@ async def test_a_429_retry_after_is_waited_out_before_the_table_asks_again(monke
             await wait_for(pilot, lambda: seen, what="the first listing")
             await pilot.pause(2.0)
             assert len(seen) == 1, seen  # without honouring it: one every 0.1 s
-            assert any("rate_limit_exceeded" in n.message for n in app._notifications)
+            assert any("rate_limit_exceeded" in n.message for n in notifications(app))
     finally:
         server.close()
 

@@ -17,6 +17,7 @@ from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.panes.files import FilesPane
 from bbrowse.tui.panes.screenshot import parse_region
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import notifications
 from bbrowse.tui.widgets.image_view import image_widget_class, rendering_label
 
 
@@ -67,8 +68,8 @@ async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module
         # an 8-byte fake PNG: not a valid image, said plainly
         to("fake.png")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any("not a valid image" in n.message for n in app._notifications))
-        messages = " ".join(n.message for n in app._notifications)
+        await wait_for(pilot, lambda: any("not a valid image" in n.message for n in notifications(app)))
+        messages = " ".join(n.message for n in notifications(app))
         assert "BytesIO" not in messages and "too large" not in messages
         title = str(pane.viewer.query_one("#viewer-title").render())
         assert "not a valid image" in title and "too large" not in title

@@ -15,6 +15,7 @@ from textual.widgets import Footer
 from bbrowse.client import BrowserClient
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import notifications
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, format_timestamp, line_time
 from bbrowse.wire import LogSource
 
@@ -99,7 +100,7 @@ async def test_line_times_missing_paths_a_log_opened_twice_and_saving_with_a_fil
                 break
             await pilot.pause(0.05)
         assert [p.read_text() for p in saved] == ["2026-11-26T09:15:02.500 error two\n"]
-        assert any("filter 'error'" in n.message for n in app._notifications)
+        assert any("filter 'error'" in n.message for n in notifications(app))
 
         # a path that does not exist: one clear error, not "following" and "stopped" at once
         missing = await pane.open_log(LogTarget(LogSource.PATH, "/tmp/no-such-dir/none.log"))

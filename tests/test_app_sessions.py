@@ -6,10 +6,10 @@ import uuid
 
 import httpx
 from app_support import make_app, wait_for
-from textual.widgets._footer import FooterKey
 
 from bbrowse.tui.palette import BbrowsePalette
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import FooterKey
 
 
 def table_ids(app) -> list[str]:

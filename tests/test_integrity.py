@@ -19,9 +19,9 @@ import pytest
 from conftest import session_area
 from test_app_shell import open_shell, screen_text, shell_app
 from textual import events
-from textual.keys import _character_to_key
 
 from bbrowse.client import BrowserClient
+from bbrowse.tui.textual_private import character_to_key, driver_of
 from bbrowse.wire import Browser, ProcessExitEvent
 
 STDIN_BYTES = 10 * 1024 * 1024
@@ -149,10 +149,12 @@ async def type_quickly(app, text: str, interval: float = 0.01) -> None:
     """
     for char in text:
         special = {"\r": "enter", "\x04": "ctrl+d"}
-        name = special.get(char) or (char if char.isalnum() else _character_to_key(char))
+        name = special.get(char) or (char if char.isalnum() else character_to_key(char))
         key = events.Key(name, char)
         key.set_sender(app)
-        app._driver.send_message(key)
+        driver = driver_of(app)
+        assert driver is not None
+        driver.send_message(key)
         await asyncio.sleep(interval)
 
 

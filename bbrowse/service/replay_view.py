@@ -16,10 +16,8 @@ from __future__ import annotations
 import html
 from urllib.parse import urlencode
 
-import jwt
-
 from bbrowse.service.errors import unauthorized
-from bbrowse.service.signed_tokens import SignedTokens
+from bbrowse.service.signed_tokens import SignedTokens, TokenExpiredError, TokenInvalidError
 
 #: How long a view URL stays valid; each replay list hands out fresh ones.
 TOKEN_TTL_SECONDS = 24 * 3600
@@ -40,9 +38,9 @@ class ReplayTokens:
             raise unauthorized("this replay link needs its `jwt` query parameter")
         try:
             claims = self._tokens.decode(token, ["session_id", "replay_id"])
-        except jwt.ExpiredSignatureError:
+        except TokenExpiredError:
             raise unauthorized("this replay link has expired; list the replays again for a fresh one") from None
-        except jwt.InvalidTokenError:
+        except TokenInvalidError:
             raise unauthorized("this replay link's `jwt` is not valid") from None
         if not replay_id or claims["replay_id"] != replay_id:
             raise unauthorized("this replay link's `jwt` was issued for another replay")

@@ -11,9 +11,15 @@ import secrets
 import time
 from typing import Any
 
-import jwt
-
 ALGORITHM = "HS256"
+
+
+class TokenExpiredError(Exception):
+    """The token was this signer's, and its `exp` is past."""
+
+
+class TokenInvalidError(Exception):
+    """The token is not one this signer made for these claims (or not a token at all)."""
 
 
 class SignedTokens:
@@ -25,9 +31,19 @@ class SignedTokens:
         """`claims` with `iat` and `exp` (`ttl_seconds`, or this signer's, after `now`), signed."""
         issued = int(time.time() if now is None else now)
         expires = issued + (self.ttl_seconds if ttl_seconds is None else ttl_seconds)
+        import jwt  # here, not at import: with cryptography it took ~0.1 s of the service's start
+
         return jwt.encode({**claims, "iat": issued, "exp": expires}, self._secret, algorithm=ALGORITHM)
 
     def decode(self, token: str, required: list[str], audience: str | None = None) -> dict[str, Any]:
-        """The claims of a token this signer made; raises `jwt.ExpiredSignatureError` or `jwt.InvalidTokenError`."""
-        return jwt.decode(token, self._secret, algorithms=[ALGORITHM], audience=audience,
-                          options={"require": ["exp", *required]})
+        """The claims of a token this signer made; raises `TokenExpiredError` or `TokenInvalidError`."""
+        import jwt
+
+        try:
+            claims: dict[str, Any] = jwt.decode(token, self._secret, algorithms=[ALGORITHM], audience=audience,
+                                                options={"require": ["exp", *required]})
+        except jwt.ExpiredSignatureError:
+            raise TokenExpiredError from None
+        except jwt.InvalidTokenError:
+            raise TokenInvalidError from None
+        return claims

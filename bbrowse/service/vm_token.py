@@ -11,9 +11,7 @@ ones answer 401, which makes the SDKs drop their cached route and retry on the c
 
 from __future__ import annotations
 
-import jwt
-
-from bbrowse.service.signed_tokens import SignedTokens
+from bbrowse.service.signed_tokens import SignedTokens, TokenExpiredError, TokenInvalidError
 
 #: A Browser object is handed out with a fresh token every time it is read; this bounds a leaked one.
 TOKEN_TTL_SECONDS = 24 * 3600
@@ -39,9 +37,9 @@ class VmTokens:
             raise VmTokenError("this endpoint needs its `jwt` query parameter")
         try:
             claims = self._tokens.decode(token, ["sub", "aud"], audience=AUDIENCE)
-        except jwt.ExpiredSignatureError:
+        except TokenExpiredError:
             raise VmTokenError("the `jwt` has expired; read the browser session again for a fresh one") from None
-        except jwt.InvalidTokenError:
+        except TokenInvalidError:
             raise VmTokenError("the `jwt` is not valid") from None
         if claims["sub"] != session_id:
             raise VmTokenError("the `jwt` was issued for another browser session")

@@ -22,11 +22,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import textual.constants
-import textual.screen
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -48,10 +47,17 @@ from bbrowse.client import (
     SessionGone,
     close_shared_clients,
 )
-from bbrowse.config import DEFAULT_SHELL, ConfigFileError, Profile, Settings, defaults, load_settings, save_theme
+from bbrowse.config import (
+    DEFAULT_SHELL,
+    Profile,
+    Settings,
+    defaults,
+    load_app_settings,
+    save_theme,
+)
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
-from bbrowse.target import Target, target_for
+from bbrowse.target import Target, resolve_soon, target_for
 from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.palette import (
     BbrowseCommands,
@@ -66,6 +72,13 @@ from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.textual_private import (
+    QuickExitDriver,
+    driver_of,
+    set_escape_delay,
+    set_screen_update_period,
+    version_problem,
+)
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
 from bbrowse.tui.widgets.service_bar import ConnectionState
 from bbrowse.wire import Browser
@@ -79,8 +92,7 @@ from bbrowse.tui.palette import PaletteHost
 #: turn. Widgets that stream (terminal, logs) coalesce their own frames to ≤ 60 a second, so a
 #: faster screen timer only cuts latency: it costs nothing while nothing is dirty.
 SCREEN_UPDATE_SECONDS = 1 / 240
-# Textual declares it Final, yet reads it at every screen's start: setting it is the only way to change it.
-textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_SECONDS)  # type: ignore[misc]
+set_screen_update_period(SCREEN_UPDATE_SECONDS)
 
 #: Textual holds a lone Esc this long to tell it from the first byte of an escape sequence (ncurses'
 #: `ESCDELAY`). Its default, 100 ms, was most of what a vim user waited on every Esc in the shell pane;
@@ -88,8 +100,7 @@ textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, SCREEN_UPDATE_S
 #: user's `ESCDELAY` (in ms, as for ncurses programs) still wins.
 ESCAPE_DELAY_SECONDS = 0.025
 if "ESCDELAY" not in os.environ:
-    # Final in Textual, which reads it when the driver starts: setting it before then is the only way in.
-    textual.constants.ESCAPE_DELAY = ESCAPE_DELAY_SECONDS  # type: ignore[misc]
+    set_escape_delay(ESCAPE_DELAY_SECONDS)
 
 
 class StartingScreen(BbrowseScreen):
@@ -669,8 +680,9 @@ class BbrowseApp(App):
     def exit(self, *args, **kwargs) -> None:
         """Quit: the quick-exit driver then restores the terminal without waiting for its input thread."""
         self._quitting.set()
-        if self._driver is not None and hasattr(self._driver, "quitting"):
-            self._driver.quitting = True
+        driver = driver_of(self)
+        if isinstance(driver, QuickExitDriver):
+            driver.quitting = True
         super().exit(*args, **kwargs)
 
     def _stop_started_services(self) -> None:
@@ -721,41 +733,31 @@ def known_binding_ids() -> set[str]:
     return ids
 
 
-def load_app_settings() -> tuple[Settings, list[str]]:
-    """The settings in effect for the app; a broken file gives the defaults and a line saying why."""
-    try:
-        return load_settings(), []
-    except ConfigFileError as error:
-        return defaults(), [f"{error}\nUsing the defaults until it is fixed."]
+def run_app(settings: Settings | None = None, problems: Sequence[str] = (),
+            pending: Future[Target] | None = None) -> None:
+    """Run the app until it quits. `pending`: the service being found or started meanwhile
+    (`target.resolve_soon`, which `bbrowse` calls before importing this module)."""
+    if settings is None:
+        settings, problems = load_app_settings()
+    if pending is None:
+        pending = resolve_soon(settings.active_profile)
+    problems = [*problems, *filter(None, [version_problem()])]
+    # textual-image asks the terminal about kitty/sixel support when imported, which is only
+    # possible before Textual takes the terminal over: import the image widget now.
+    import bbrowse.tui.widgets.image_view  # noqa: F401
+
+    app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
+                     config_path=config_file(), problems=problems, driver_class=driver_class())
+    stop_services_on_signals(app)
+    app.run()
+    leave_at_once(app)  # a service still being started is not waited for either
 
 
-def run_app() -> None:
-    # Start finding (or starting) the service at once, so it overlaps the app's own start-up.
-    from concurrent.futures import ThreadPoolExecutor
-
-    settings, problems = load_app_settings()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-target") as pool:
-        pending = pool.submit(target_for, settings.active_profile)
-        # textual-image asks the terminal about kitty/sixel support when imported, which is only
-        # possible before Textual takes the terminal over: import the image widget now.
-        import bbrowse.tui.widgets.image_view  # noqa: F401
-
-        app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
-                         config_path=config_file(), problems=problems, driver_class=driver_class())
-        stop_services_on_signals(app)
-        app.run()
-        leave_at_once(app)  # inside the `with`: a service still being started is not waited for either
-
-
-def driver_class():
+def driver_class() -> type[QuickExitDriver] | None:
     """The quick-exit driver on Linux terminals; Textual's own choice elsewhere."""
     import sys
 
-    if sys.platform.startswith("linux"):
-        from bbrowse.tui.driver import QuickExitDriver
-
-        return QuickExitDriver
-    return None
+    return QuickExitDriver if sys.platform.startswith("linux") else None
 
 
 def leave_at_once(app: BbrowseApp) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from bbrowse.wire.base import WireModel
 
 #: Request bodies: strict types, no unknown properties.
 CLOSED = ConfigDict(extra="forbid", strict=True)
@@ -24,7 +26,7 @@ KeyList = Annotated[list[str], Field(description="Key names held down during the
 Point = Annotated[list[int], Field(min_length=2, max_length=2, description="[x, y] in screenshot pixels.")]
 
 
-class ClickMouseRequest(BaseModel):
+class ClickMouseRequest(WireModel):
     model_config = CLOSED
 
     x: int
@@ -35,7 +37,7 @@ class ClickMouseRequest(BaseModel):
     num_clicks: int = Field(default=1, ge=1, le=10)
 
 
-class MoveMouseRequest(BaseModel):
+class MoveMouseRequest(WireModel):
     model_config = CLOSED
 
     x: int
@@ -46,7 +48,7 @@ class MoveMouseRequest(BaseModel):
     duration_ms: int | None = Field(default=None, ge=50, le=5000)
 
 
-class DragMouseRequest(BaseModel):
+class DragMouseRequest(WireModel):
     model_config = CLOSED
 
     path: list[Point] = Field(min_length=2)
@@ -59,7 +61,7 @@ class DragMouseRequest(BaseModel):
     hold_keys: KeyList = Field(default_factory=list)
 
 
-class ScrollRequest(BaseModel):
+class ScrollRequest(WireModel):
     model_config = CLOSED
 
     x: int
@@ -70,7 +72,7 @@ class ScrollRequest(BaseModel):
     hold_keys: KeyList = Field(default_factory=list)
 
 
-class TypeTextRequest(BaseModel):
+class TypeTextRequest(WireModel):
     model_config = CLOSED
 
     text: str
@@ -81,7 +83,7 @@ class TypeTextRequest(BaseModel):
     typo_chance: float = Field(default=0.0, ge=0.0, le=0.10)
 
 
-class PressKeyRequest(BaseModel):
+class PressKeyRequest(WireModel):
     model_config = CLOSED
 
     keys: list[str] = Field(min_length=1)
@@ -90,28 +92,28 @@ class PressKeyRequest(BaseModel):
     hold_keys: KeyList = Field(default_factory=list)
 
 
-class SetCursorRequest(BaseModel):
+class SetCursorRequest(WireModel):
     model_config = CLOSED
 
     hidden: bool
 
 
-class WriteClipboardRequest(BaseModel):
+class WriteClipboardRequest(WireModel):
     model_config = CLOSED
 
     text: str
 
 
-class ClipboardContent(BaseModel):
+class ClipboardContent(WireModel):
     text: str
 
 
-class MousePosition(BaseModel):
+class MousePosition(WireModel):
     x: int
     y: int
 
 
-class SleepAction(BaseModel):
+class SleepAction(WireModel):
     model_config = CLOSED
 
     duration_ms: int = Field(ge=0, le=30000)
@@ -127,7 +129,7 @@ ActionBody = (
 )
 
 
-class ComputerAction(BaseModel):
+class ComputerAction(WireModel):
     """One step of a batch: `type` names it, and the field of the same name carries its parameters."""
 
     model_config = CLOSED
@@ -163,7 +165,7 @@ ACTION_FIELDS: tuple[str, ...] = (
 )
 
 
-class BatchRequest(BaseModel):
+class BatchRequest(WireModel):
     model_config = CLOSED
 
     actions: list[ComputerAction] = Field(min_length=1, max_length=1000)

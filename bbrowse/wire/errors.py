@@ -14,7 +14,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel
+from bbrowse.wire.base import WireModel
 
 
 class InstanceProxyErrorCode(StrEnum):
@@ -36,30 +36,30 @@ class InstanceProxyErrorCode(StrEnum):
 ERROR_SHAPE_STATUSES = frozenset({400, 404, 500})
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(WireModel):
     code: str | None = None
     message: str | None = None
 
 
-class Error(BaseModel):
+class Error(WireModel):
     code: str
     message: str
     details: list[ErrorDetail] | None = None
     inner_error: ErrorDetail | None = None
 
 
-class InstanceProxyError(BaseModel):
+class InstanceProxyError(WireModel):
     code: InstanceProxyErrorCode
     message: str
 
 
-class VmError(BaseModel):
+class VmError(WireModel):
     """An in-VM handler's error body (Kernel's VM, `bbrowse serve --kernel-compat` under `base_url`)."""
 
     message: str
 
 
-class AttachError(BaseModel):
+class AttachError(WireModel):
     """`attach` refused before the upgrade (Kernel's VM, and --kernel-compat): 404, 400 or 409."""
 
     type: Literal["error"] = "error"

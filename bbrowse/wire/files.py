@@ -6,12 +6,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from bbrowse.wire.base import STRICT
+from bbrowse.wire.base import STRICT, WireModel
 
 
-class FileInfo(BaseModel):
+class FileInfo(WireModel):
     name: str
     path: str
     size_bytes: int
@@ -30,13 +30,13 @@ class LogSource(StrEnum):
 LOGS_SOURCE_NOT_AVAILABLE = "logs source not available"
 
 
-class LogEvent(BaseModel):
+class LogEvent(WireModel):
     event: Literal["log"] = "log"
     message: str
     timestamp: datetime
 
 
-class ScreenshotRegion(BaseModel):
+class ScreenshotRegion(WireModel):
     model_config = STRICT
 
     x: int = Field(ge=0)
@@ -45,20 +45,20 @@ class ScreenshotRegion(BaseModel):
     height: int = Field(ge=1)
 
 
-class ScreenshotRequest(BaseModel):
+class ScreenshotRequest(WireModel):
     model_config = STRICT
 
     region: ScreenshotRegion | None = None
 
 
-class ReplayStartRequest(BaseModel):
+class ReplayStartRequest(WireModel):
     model_config = STRICT
 
     framerate: int | None = Field(default=None, ge=1, le=60)
     max_duration_in_seconds: int | None = Field(default=None, ge=1)
 
 
-class Replay(BaseModel):
+class Replay(WireModel):
     replay_id: str
     started_at: datetime | None = None
     finished_at: datetime | None = None

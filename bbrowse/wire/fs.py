@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from bbrowse.wire.base import WireModel
 
 CLOSED = ConfigDict(extra="forbid", strict=True)
 
@@ -26,20 +28,20 @@ ZIP_FILE_FIELD = "zip_file"
 ZIP_DEST_FIELD = "dest_path"
 
 
-class CreateDirectoryRequest(BaseModel):
+class CreateDirectoryRequest(WireModel):
     model_config = CLOSED
 
     path: AbsolutePath
     mode: OctalMode | None = None
 
 
-class DeletePathRequest(BaseModel):
+class DeletePathRequest(WireModel):
     model_config = CLOSED
 
     path: AbsolutePath
 
 
-class MovePathRequest(BaseModel):
+class MovePathRequest(WireModel):
     model_config = CLOSED
 
     src_path: AbsolutePath
@@ -49,7 +51,7 @@ class MovePathRequest(BaseModel):
     overwrite: bool = False
 
 
-class SetFilePermissionsRequest(BaseModel):
+class SetFilePermissionsRequest(WireModel):
     model_config = CLOSED
 
     path: AbsolutePath
@@ -58,21 +60,21 @@ class SetFilePermissionsRequest(BaseModel):
     group: str | None = Field(default=None, min_length=1, description="New group: group name or GID.")
 
 
-class WatchStartRequest(BaseModel):
+class WatchStartRequest(WireModel):
     model_config = CLOSED
 
     path: AbsolutePath
     recursive: bool = False
 
 
-class WatchStartResult(BaseModel):
+class WatchStartResult(WireModel):
     watch_id: str
 
 
 FileSystemEventType = Literal["CREATE", "WRITE", "DELETE", "RENAME"]
 
 
-class FileSystemEvent(BaseModel):
+class FileSystemEvent(WireModel):
     """One change under a watched directory, as `fs/watch/{watch_id}/events` sends it.
 
     RENAME names the old path (the new name arrives as a CREATE), as fsnotify reports renames.

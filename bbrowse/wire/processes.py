@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import pybase64
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from bbrowse.wire.base import STRICT
+from bbrowse.wire.base import STRICT, WireModel
 
 AbsolutePath = Annotated[str, Field(pattern=r"^/.*")]
 TermSize = Annotated[int, Field(ge=1, le=65535)]
@@ -35,7 +35,7 @@ def encode_b64(data: bytes) -> str:
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 
 
-class ExecRequest(BaseModel):
+class ExecRequest(WireModel):
     """Fields shared by spawn and exec."""
 
     model_config = STRICT
@@ -56,20 +56,20 @@ class SpawnRequest(ExecRequest):
     rows: TermSize = 24
 
 
-class SpawnResult(BaseModel):
+class SpawnResult(WireModel):
     process_id: str
     pid: int
     started_at: datetime
 
 
-class ExecResult(BaseModel):
+class ExecResult(WireModel):
     exit_code: int
     stdout_b64: str
     stderr_b64: str
     duration_ms: int
 
 
-class StdinRequest(BaseModel):
+class StdinRequest(WireModel):
     """No other properties are allowed (spec)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -86,7 +86,7 @@ class StdinRequest(BaseModel):
         return decode_b64(self.data_b64)
 
 
-class StdinResult(BaseModel):
+class StdinResult(WireModel):
     model_config = ConfigDict(extra="forbid")
 
     written_bytes: int
@@ -95,7 +95,7 @@ class StdinResult(BaseModel):
 ProcessState = Literal["running", "exited"]
 
 
-class ProcessStatus(BaseModel):
+class ProcessStatus(WireModel):
     state: ProcessState
     exit_code: int | None = None
     cpu_pct: float = 0.0
@@ -105,24 +105,24 @@ class ProcessStatus(BaseModel):
 Signal = Literal["TERM", "KILL", "INT", "HUP"]
 
 
-class KillRequest(BaseModel):
+class KillRequest(WireModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     signal: Signal
 
 
-class ResizeRequest(BaseModel):
+class ResizeRequest(WireModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     rows: TermSize
     cols: TermSize
 
 
-class OkResponse(BaseModel):
+class OkResponse(WireModel):
     ok: bool = True
 
 
-class ProcessOutputEvent(BaseModel):
+class ProcessOutputEvent(WireModel):
     """One chunk on `stdout/stream`."""
 
     stream: Literal["stdout", "stderr"]
@@ -132,7 +132,7 @@ class ProcessOutputEvent(BaseModel):
         return decode_b64(self.data_b64)
 
 
-class ProcessExitEvent(BaseModel):
+class ProcessExitEvent(WireModel):
     """The last event on `stdout/stream`."""
 
     event: Literal["exit"] = "exit"
@@ -148,7 +148,7 @@ def parse_stdout_event(payload: dict[str, Any]) -> StdoutStreamEvent:
     return ProcessOutputEvent.model_validate(payload)
 
 
-class AttachResize(BaseModel):
+class AttachResize(WireModel):
     """Text frame a client sends on `attach` to resize the PTY."""
 
     model_config = STRICT
@@ -158,7 +158,7 @@ class AttachResize(BaseModel):
     cols: TermSize
 
 
-class AttachExit(BaseModel):
+class AttachExit(WireModel):
     """Final text frame the service sends on `attach` (note the camelCase field, as the cloud sends it)."""
 
     type: Literal["exit"] = "exit"

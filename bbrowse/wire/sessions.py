@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from bbrowse.wire.base import STRICT
+from bbrowse.wire.base import STRICT, WireModel
 from bbrowse.wire.telemetry import TelemetryConfig, TelemetryRequest
 
 
-class BrowserViewport(BaseModel):
+class BrowserViewport(WireModel):
     model_config = STRICT
 
     width: int = Field(ge=1, le=7680)
@@ -19,7 +19,7 @@ class BrowserViewport(BaseModel):
     refresh_rate: int | None = Field(default=None, ge=1, le=240)
 
 
-class BrowserCreateRequest(BaseModel):
+class BrowserCreateRequest(WireModel):
     """`POST /browsers`: every field is optional; unknown fields are ignored as the cloud does."""
 
     model_config = STRICT
@@ -37,7 +37,7 @@ class BrowserCreateRequest(BaseModel):
     offline: bool = False
 
 
-class Browser(BaseModel):
+class Browser(WireModel):
     """What `GET /browsers` items and `POST /browsers` carry."""
 
     session_id: str

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
-from bbrowse.wire.base import STRICT
+from bbrowse.wire.base import STRICT, WireModel
 
 #: Every category Kernel names, in its order.
 CATEGORIES: tuple[str, ...] = (
@@ -34,26 +32,26 @@ EVENTS_LIMIT_DEFAULT = 20
 EVENTS_LIMIT_MAX = 1000
 
 
-class TelemetryCategoryConfig(BaseModel):
+class TelemetryCategoryConfig(WireModel):
     model_config = STRICT
 
     enabled: bool | None = None
 
 
-class TelemetryCdpControlConfig(BaseModel):
+class TelemetryCdpControlConfig(WireModel):
     model_config = STRICT
 
     excluded_methods: list[str] | None = None
 
 
-class TelemetryControlConfig(BaseModel):
+class TelemetryControlConfig(WireModel):
     model_config = STRICT
 
     enabled: bool | None = None
     cdp: TelemetryCdpControlConfig | None = None
 
 
-class TelemetryCategoriesConfig(BaseModel):
+class TelemetryCategoriesConfig(WireModel):
     """Per-category flags layered onto the default set (`DEFAULT_ON`)."""
 
     model_config = STRICT
@@ -79,13 +77,13 @@ class TelemetryCategoriesConfig(BaseModel):
         return out
 
 
-class TelemetryStorageConfig(BaseModel):
+class TelemetryStorageConfig(WireModel):
     model_config = STRICT
 
     enabled: bool | None = None
 
 
-class TelemetryRequest(BaseModel):
+class TelemetryRequest(WireModel):
     """The `telemetry` field of create and update (`enabled` is a shortcut; `browser` sets categories)."""
 
     model_config = STRICT
@@ -96,14 +94,14 @@ class TelemetryRequest(BaseModel):
     storage: TelemetryStorageConfig | None = None
 
 
-class TelemetryConfig(BaseModel):
+class TelemetryConfig(WireModel):
     """The active telemetry of a session, as a Browser carries it."""
 
     browser: TelemetryCategoriesConfig | None = None
     storage: TelemetryStorageConfig | None = None
 
 
-class BrowserUpdateRequest(BaseModel):
+class BrowserUpdateRequest(WireModel):
     """`PATCH /browsers/{id}`: bbrowse serve applies `telemetry`; other fields are accepted and ignored."""
 
     model_config = STRICT
@@ -176,13 +174,13 @@ def config_for(categories: frozenset[str]) -> TelemetryConfig:
                            storage=TelemetryStorageConfig(enabled=True))
 
 
-class TelemetryEventSource(BaseModel):
+class TelemetryEventSource(WireModel):
     kind: Literal["cdp", "kernel_api", "extension", "local_process"]
     event: str | None = None
     metadata: dict[str, str] | None = None
 
 
-class TelemetryEvent(BaseModel):
+class TelemetryEvent(WireModel):
     """One event: `category` and `type` name it, `ts` is Unix microseconds, `data` its type's fields."""
 
     category: str
@@ -193,7 +191,7 @@ class TelemetryEvent(BaseModel):
     truncated: bool | None = None
 
 
-class TelemetryEnvelope(BaseModel):
+class TelemetryEnvelope(WireModel):
     """What `telemetry/events` lists and each `telemetry/stream` frame carries; `seq` is also the SSE `id:`."""
 
     seq: int

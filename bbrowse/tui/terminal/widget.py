@@ -662,16 +662,13 @@ def _alt_digit_aliases() -> dict[str, str]:
     Such terminals send ESC 1 .. ESC 0, which Textual reads as the characters macOS's option key
     types on a US layout (¡ ™ £ ...: WezTerm sends those sequences for them), so the app sees
     `trade_mark_sign` where the user pressed alt+2."""
-    try:
-        from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
-        from textual.keys import _character_to_key
-    except ImportError:  # a Textual without the table: nothing to alias
-        return {}
+    from bbrowse.tui.textual_private import ANSI_SEQUENCES_KEYS, character_to_key
+
     names: dict[str, str] = {}
     for digit in "1234567890":
         character = ANSI_SEQUENCES_KEYS.get("\x1b" + digit)
         if isinstance(character, str) and len(character) == 1:
-            names[digit] = _character_to_key(character)
+            names[digit] = character_to_key(character)
     return names
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey, FooterLabel
 
 from bbrowse.tui.terminal.widget import TerminalView
+from bbrowse.tui.textual_private import FooterKey, FooterLabel
 
 
 class BbrowseFooter(Footer):

@@ -1,0 +1,162 @@
+"""Every use of Textual's private API, for the one Textual version it was written for.
+
+Textual is pinned exactly in pyproject.toml (the SVG snapshots depend on it too) and `WRITTEN_FOR` is that
+version. bbrowse and its tests reach Textual's private names (a `textual._*` module, a `Final` constant,
+an underscored attribute) only through this module, and tests/test_textual_private.py fails on any other
+use. Moving to a new Textual: bump the pin, read each name below against the new Textual's source (the
+driver's input loop in bbrowse/tui/driver.py is a copy of `LinuxDriver.run_input_thread`), then change
+`WRITTEN_FOR`.
+
+`QuickExitDriver` is Textual's Linux driver with two of its waits cut, both felt by every shell pane user:
+a lone Esc was held until the input thread's next 0.1 s `select` wake-up (it reached vim 100–140 ms
+late), so the thread wakes after `ESCAPE_DELAY` while an Esc is pending; and on quit the terminal was
+restored only after that thread noticed its stop flag, so the thread is only told to stop. Its input loop
+is a copy of `LinuxDriver.run_input_thread` with those timeouts; the rest of the driver is Textual's.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import termios
+from codecs import getincrementaldecoder
+from typing import TYPE_CHECKING
+
+import textual.constants
+import textual.screen
+from textual import constants
+from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
+from textual._parser import ParseError
+from textual._xterm_parser import XTermParser
+from textual.drivers.linux_driver import LinuxDriver
+from textual.keys import _character_to_key, _get_unicode_name_from_key
+from textual.widgets._footer import FooterKey, FooterLabel
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.driver import Driver
+    from textual.notifications import Notification
+
+#: The Textual release every name here was read against (the exact pin of pyproject.toml).
+WRITTEN_FOR = "8.2.8"
+
+__all__ = [
+    "ANSI_SEQUENCES_KEYS",
+    "WRITTEN_FOR",
+    "FooterKey",
+    "FooterLabel",
+    "ParseError",
+    "QuickExitDriver",
+    "XTermParser",
+    "character_to_key",
+    "driver_of",
+    "notifications",
+    "set_escape_delay",
+    "set_screen_update_period",
+    "unicode_name_from_key",
+    "version_problem",
+]
+
+
+def set_screen_update_period(seconds: float) -> None:
+    """Repaint dirty screens at least this often. `Final` in Textual, read at every screen's start."""
+    textual.screen.UPDATE_PERIOD = min(textual.screen.UPDATE_PERIOD, seconds)  # type: ignore[misc]
+
+
+def set_escape_delay(seconds: float) -> None:
+    """Hold a lone Esc this long. `Final` in Textual, read when the driver starts: set it before."""
+    textual.constants.ESCAPE_DELAY = seconds  # type: ignore[misc]
+
+
+#: Textual's names for keys, by character and back (private helpers of `textual.keys`).
+character_to_key = _character_to_key
+unicode_name_from_key = _get_unicode_name_from_key
+
+
+def driver_of(app: App) -> Driver | None:
+    """The app's driver while it runs (None before and after)."""
+    return app._driver
+
+
+def notifications(app: App) -> list[Notification]:
+    """The notifications the app shows now (tests read them; Textual keeps them in a private list)."""
+    return list(app._notifications)
+
+
+def version_problem() -> str | None:
+    """What to tell the user when the Textual installed is not the one this module was written for."""
+    from importlib.metadata import version
+
+    installed = version("textual")
+    if installed == WRITTEN_FOR:
+        return None
+    return (f"Textual {installed} is installed; bbrowse was written for {WRITTEN_FOR} "
+            f"(pip install 'textual=={WRITTEN_FOR}'). Keys and drawing may misbehave.")
+
+
+#: How long the input thread sleeps in `select` when nothing is pending (Textual's value).
+IDLE_WAKE_SECONDS = 0.1
+#: Quiet wake-ups at the escape delay after an Esc (timer granularity may need a second one).
+ESC_WAKES = 3
+ESC = "\x1b"
+
+
+class QuickExitDriver(LinuxDriver):
+    #: Set by the app when it quits: the input thread is not waited for.
+    quitting = False
+
+    def disable_input(self) -> None:
+        if not self.quitting:
+            super().disable_input()
+            return
+        if self.exit_event.is_set():
+            return
+        signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+        self._disable_mouse_support()
+        self.exit_event.set()  # the thread stops within 0.1 s; the process may be gone before
+        try:
+            termios.tcflush(self.fileno, termios.TCIFLUSH)
+        except termios.error:
+            pass
+
+    def run_input_thread(self) -> None:
+        """Wait for input and dispatch events; wake up after the escape delay while an Esc may be pending."""
+        selector = selectors.SelectSelector()
+        selector.register(self.fileno, selectors.EVENT_READ)
+        fileno = self.fileno
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+        #: Wake-ups left at the escape delay: an Esc was read and may still be held by the parser.
+        short_wakes = 0
+
+        def process(selector_events: list, final: bool = False) -> None:
+            """Feed what was read to the parser, then let it time out a held Esc."""
+            nonlocal short_wakes
+            for index, (_key, mask) in enumerate(selector_events):
+                if mask & selectors.EVENT_READ:
+                    data = decode(os.read(fileno, 1024 * 4), final=final and index == len(selector_events) - 1)
+                    if not data:
+                        break
+                    if ESC in data:
+                        short_wakes = ESC_WAKES
+                    for event in parser.feed(data):
+                        self.process_message(event)
+            if not selector_events and short_wakes:
+                short_wakes -= 1
+            for event in parser.tick():
+                self.process_message(event)
+
+        try:
+            while not self.exit_event.is_set():
+                process(selector.select(min(IDLE_WAKE_SECONDS, constants.ESCAPE_DELAY) if short_wakes
+                                        else IDLE_WAKE_SECONDS))
+            selector.unregister(self.fileno)
+            process(selector.select(0), final=True)
+        finally:
+            selector.close()
+            try:
+                for _event in parser.feed(""):
+                    pass
+            except (EOFError, ParseError):
+                pass
