@@ -72,6 +72,7 @@ class ShellTab(TabPane):
 
     def on_mount(self) -> None:
         app = services(self)
+        self.terminal.prediction = app.settings.shell.predict
         self.shell = ShellSession(
             app.connected_client(),
             self.session_id,

@@ -160,6 +160,11 @@ class Predictor:
     def active(self) -> bool:
         return bool(self._guesses)
 
+    @property
+    def confirmed(self) -> bool:
+        """The program echoed a guess of the current epoch: the next key is drawn at once (when showing)."""
+        return self._epoch <= self._confirmed and not self._unknown
+
     # ------------------------------------------------------------------ input
 
     def sent(self, size: int) -> None:

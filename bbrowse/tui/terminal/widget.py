@@ -48,6 +48,7 @@ from . import flood
 from .core import TerminalCore, core_label
 from .images import Placement
 from .keys import encode_paste, split_key
+from .prediction import Mode, Predictor, overlay_runs
 from .render import Painter
 
 SendInput = Callable[[bytes], Awaitable[object]]
@@ -195,6 +196,10 @@ class TerminalView(Widget, can_focus=True):
         self._held: list[Strip | None] | None = None
         self._placements: list[Placement] = []
         self._images_generation = 0
+        #: Predicted echo (prediction.py): keys drawn before the program echoes them on a slow link.
+        self.predictor = Predictor(self.core)
+        self._predict_timer: Timer | None = None
+        self._rtt_label = ""
         self.exit_code: int | None = None
         self.exited = False
         # Which core draws this pane, for the help panel (`?` shows the focused widget's HELP, which Textual
@@ -233,6 +238,7 @@ class TerminalView(Widget, can_focus=True):
             replies = self.core.take_replies()
             if replies:
                 self._send(replies)
+            self._judge_predictions()
             self._schedule_frame()
             return
         self._backlog += data
@@ -287,6 +293,7 @@ class TerminalView(Widget, can_focus=True):
                         self._send(replies)
                     if time.perf_counter() - started >= FEED_BUDGET_SECONDS:
                         break
+                self._judge_predictions()
                 self._schedule_frame()
                 if len(backlog) <= HIGH_WATER_BYTES:
                     self._below_high_water.set()
@@ -379,6 +386,7 @@ class TerminalView(Widget, can_focus=True):
         self._last_frame = now
         self._flood_lines = 0
         dirty = core.take_dirty()
+        dirty.update(y for y in self.predictor.take_dirty() if y < core.rows)
         strips = self._strips
         for y in dirty:
             strips[y] = None
@@ -412,7 +420,7 @@ class TerminalView(Widget, can_focus=True):
         core = self.core
         if not (self.has_focus and not self.exited and core.cursor_visible and core.scroll_offset == 0):
             return None
-        return core.cursor
+        return self.predictor.cursor() or core.cursor
 
     def render_line(self, y: int) -> Strip:
         core = self.core
@@ -430,7 +438,11 @@ class TerminalView(Widget, can_focus=True):
         if y >= core.rows:
             return Strip.blank(width, self._base_style)
         cursor = self._drawn_cursor
-        if cursor is not None and cursor[1] == y:
+        predicted = self.predictor.overlay(y) if self.predictor.active and core.scroll_offset == 0 else None
+        if predicted:  # drawn fresh, never cached: the guesses change without the row changing
+            strip = self._painter.paint(overlay_runs(core.row(y), predicted), core.cols,
+                                        cursor[0] if cursor is not None and cursor[1] == y else -1)
+        elif cursor is not None and cursor[1] == y:
             strip = self._painter.paint(core.row(y), core.cols, cursor[0])
         else:
             cached = self._strips[y]
@@ -488,7 +500,9 @@ class TerminalView(Widget, can_focus=True):
         modifiers = [name for name in ("ctrl", "alt", "shift", "meta", "super") if name in names]
         hint = "+".join([*modifiers, format_key(base)]) + " leave"
         # The Python core (macOS, or forced) is named where people look; libghostty is the default.
-        return hint + " · Python core" if self.core.name == "python" else hint
+        if self.core.name == "python":
+            hint += " · Python core"
+        return f"{hint} · {self._rtt_label}" if self._rtt_label else hint
 
     # ------------------------------------------------------------------ size
 
@@ -503,6 +517,7 @@ class TerminalView(Widget, can_focus=True):
                                             for y, strip in enumerate(self._strips)]
                 self.set_timer(RESIZE_HOLD_SECONDS, self._release_hold, name="terminal-resize-hold")
             self.core.resize(cols, rows)
+            self.predictor.reset()
             self._strips = [None] * rows
             self._placements = []
             self._images_generation = -1
@@ -538,6 +553,7 @@ class TerminalView(Widget, can_focus=True):
 
     def _send(self, data: bytes) -> None:
         """Hand bytes to the program now, in order; sends in flight are joined, never reordered."""
+        self.predictor.sent(len(data))
         if self.send_input is None:
             self.post_message(self.Input(self, data))
             return
@@ -545,10 +561,74 @@ class TerminalView(Widget, can_focus=True):
             self._stdin = StdinWriter(self._deliver, on_error=self._input_failed)
         self._stdin.write(data)
 
+    def _type(self, data: bytes) -> None:
+        """Input from the person (not a reply): the predictor learns of it, then it is sent."""
+        if data:
+            self.predictor.key(data)
+        self._send(data)
+
     async def _deliver(self, data: bytes) -> None:
         """One send, through whatever `send_input` is by then (it may be set after the pane is made)."""
-        if self.send_input is not None:
+        if self.send_input is None:
+            return
+        started = time.monotonic()
+        try:
             await self.send_input(data)
+        except BaseException:
+            self.predictor.acked(len(data))  # those bytes are lost: nothing of them is to be echoed
+            raise
+        now = time.monotonic()
+        self.predictor.acked(len(data), now)
+        self.predictor.rtt_sample(now - started)
+        self._show_round_trip()
+        self._judge_predictions()
+        self._schedule_frame()
+
+    # ------------------------------------------------------------------ predicted echo
+
+    @property
+    def prediction(self) -> Mode:
+        """Predicted echo: "auto" (on a link slower than ~30 ms), "always" or "never"."""
+        return self.predictor.mode
+
+    @prediction.setter
+    def prediction(self, mode: Mode) -> None:
+        self.predictor.mode = mode
+        self._schedule_frame()
+
+    @property
+    def round_trip(self) -> float | None:
+        """The smoothed round trip of the program's `stdin` calls, in seconds (None before the first key)."""
+        return self.predictor.srtt
+
+    def _show_round_trip(self) -> None:
+        """The border shows the round trip (in steps, so it does not flicker with every key)."""
+        srtt = self.predictor.srtt
+        if srtt is None:
+            return
+        ms = srtt * 1000
+        step = 1 if ms < 20 else 5 if ms < 200 else 10
+        label = f"rtt {round(ms / step) * step:.0f} ms"
+        if label != self._rtt_label:
+            self._rtt_label = label
+            self.border_subtitle = self._leave_hint()
+
+    def _judge_predictions(self) -> None:
+        """Check the guesses against what the program drew; wake up again at the next expiry."""
+        predictor = self.predictor
+        predictor.cull()
+        deadline = predictor.next_deadline()
+        if self._predict_timer is not None:
+            self._predict_timer.stop()
+            self._predict_timer = None
+        if deadline is not None and self.is_mounted:
+            delay = max(0.0, deadline - time.monotonic()) + 0.001
+            self._predict_timer = self.set_timer(delay, self._prediction_deadline, name="terminal-prediction")
+
+    def _prediction_deadline(self) -> None:
+        self._predict_timer = None
+        self._judge_predictions()
+        self._schedule_frame()
 
     def _input_failed(self, error: Exception) -> None:
         """The app shows it; the pane keeps working."""
@@ -577,8 +657,9 @@ class TerminalView(Widget, can_focus=True):
             return
         if core.scroll_offset:
             core.scroll_to_bottom()
-            self._schedule_frame()
-        self._send(data)
+        self._type(data)
+        self._judge_predictions()  # a key typed blind may find the cursor in what is already drawn
+        self._schedule_frame()
 
     def action_leave(self) -> None:
         """The leave chord: hand focus back to the app (the pane decides where it goes)."""
@@ -589,7 +670,7 @@ class TerminalView(Widget, can_focus=True):
         event.prevent_default()
         if self.exited or not event.text:
             return
-        self._send(encode_paste(event.text, self.core.bracketed_paste))
+        self._type(encode_paste(event.text, self.core.bracketed_paste))
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         event.stop()
@@ -602,11 +683,11 @@ class TerminalView(Widget, can_focus=True):
     def _wheel(self, event: events.MouseEvent, up: bool) -> None:
         core = self.core
         if core.mouse_tracking and not self.exited:
-            self._send(_mouse_report(64 if up else 65, event.x, event.y, True, core.mouse_sgr))
+            self._type(_mouse_report(64 if up else 65, event.x, event.y, True, core.mouse_sgr))
         elif core.alternate_screen_active and not self.exited:
             # As xterm's alternateScroll: the wheel becomes arrow keys for pagers and editors.
             arrow = core.encode_key("up" if up else "down", None)
-            self._send((arrow or b"") * WHEEL_LINES)
+            self._type((arrow or b"") * WHEEL_LINES)
         else:
             core.scroll_view(WHEEL_LINES if up else -WHEEL_LINES)
             self._schedule_frame()
@@ -614,12 +695,12 @@ class TerminalView(Widget, can_focus=True):
     def on_mouse_down(self, event: events.MouseDown) -> None:
         self.focus()
         if self.core.mouse_tracking and not self.exited:
-            self._send(_mouse_report(_button_code(event), event.x, event.y, True, self.core.mouse_sgr))
+            self._type(_mouse_report(_button_code(event), event.x, event.y, True, self.core.mouse_sgr))
 
     def on_mouse_up(self, event: events.MouseUp) -> None:
         if self.core.mouse_tracking and not self.exited:
             sgr = self.core.mouse_sgr
-            self._send(_mouse_report(_button_code(event) if sgr else 3, event.x, event.y, False, sgr))
+            self._type(_mouse_report(_button_code(event) if sgr else 3, event.x, event.y, False, sgr))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -640,6 +721,7 @@ class TerminalView(Widget, can_focus=True):
         if self._stdin is not None:
             self._stdin.discard()
         self.core.reset()
+        self.predictor.forget_input()
         self._strips = [None] * self.core.rows
         self._placements = []
         self._images_generation = -1
