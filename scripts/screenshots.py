@@ -1,7 +1,8 @@
 """Refresh the SVG screenshots in screenshots/ (shown in the README): each main screen of the app,
 driven with Pilot against a real local service with a real session, shell, log, file and browser.
 
-    .venv/bin/python scripts/screenshots.py
+    .venv/bin/python scripts/screenshots.py          # all of them
+    .venv/bin/python scripts/screenshots.py wall     # only the named ones (here: wall.svg)
 
 `BBROWSE_SCREENSHOTS_DIR` writes them elsewhere (to look before replacing the committed ones).
 """
@@ -28,6 +29,8 @@ from bbrowse.tui.screens.session import SessionScreen  # noqa: E402
 from bbrowse.wire import Browser  # noqa: E402
 
 OUT = Path(os.environ.get("BBROWSE_SCREENSHOTS_DIR", ROOT / "screenshots"))
+#: Only these screenshots (named on the command line), else all.
+ONLY = set(sys.argv[1:])
 SIZE = (128, 36)
 PAGE = ("data:text/html,<body style='font:40px sans-serif;background:%23204060;color:white'>"
         "<h1>bbrowse</h1><p>a real Chromium, screenshotted over CDP</p></body>")
@@ -44,10 +47,60 @@ async def settle(pilot, seconds: float) -> None:
     await pilot.pause(seconds)
 
 
+#: The wall's sessions: (name, background, heading, line) of a page each.
+WALL_PAGES = (
+    ("checkout-flow", "%23204060", "Checkout", "3 items · $42.00"),
+    ("search-crawler", "%23f4f1ea", "Results", "page 7 of 120"),
+    ("login-smoke", "%23c0392b", "Sign in", "2FA code sent"),
+    ("dashboard-watch", "%2327ae60", "Status", "all systems normal"),
+    ("docs-scraper", "%238e44ad", "Docs", "chapter 4: streams"),
+)
+
+
+def wall_page(background: str, heading: str, line: str) -> str:
+    colour = "%23222" if background == "%23f4f1ea" else "white"
+    return (f"data:text/html,<body style='margin:0;padding:40px;font:60px sans-serif;background:{background};"
+            f"color:{colour}'><h1 style='font-size:200px;margin:0'>{heading}</h1><p>{line}</p></body>")
+
+
+async def wall_shot(service) -> None:
+    """The session wall: five live sessions, one recording, two selected."""
+    from bbrowse.tui.screens.wall import WallScreen
+
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=60) as http:
+        made = []
+        for name, background, heading, line in WALL_PAGES:
+            made.append((await http.post("/browsers", json={
+                "name": f"wall-{name}", "start_url": wall_page(background, heading, line),
+                "viewport": {"width": 1280, "height": 800}, "timeout_seconds": 3600})).json())
+        replay = (await http.post(f"/browsers/{made[1]['session_id']}/replays", json={})).json()
+        await asyncio.sleep(2)
+        app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "embedded"))
+        app.last_filter = "wall-"
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, 2.0)
+            await pilot.press("w")
+            for _ in range(100):
+                if isinstance(app.screen, WallScreen) and app.screen.first_frames_drawn():
+                    break
+                await settle(pilot, 0.2)
+            await pilot.press("right", "space", "right", "space", "down")
+            await settle(pilot, 6.0)  # the recording badge (asked every 5 s)
+            app.save_screenshot(str(OUT / "wall.svg"))
+        await http.post(f"/browsers/{made[1]['session_id']}/replays/{replay['replay_id']}/stop")
+        for session in made:
+            await http.delete(f"/browsers/{session['session_id']}")
+
+
 async def main() -> None:
     state = Path(tempfile.mkdtemp(prefix="bbrowse-shots-"))
     service = start_service(state)
     try:
+        if ONLY:
+            if "wall" in ONLY:
+                await wall_shot(service)
+            return
+        await wall_shot(service)
         headers = service.headers
         async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as http:
             demo = (await http.post("/browsers", json={"name": "checkout-flow", "start_url": PAGE,

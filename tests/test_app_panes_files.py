@@ -128,12 +128,14 @@ def test_regions_are_checked_against_the_viewport_and_the_renderer_has_its_name(
 
 
 def test_hint_lines_keep_whole_items_at_80_columns() -> None:
+    from bbrowse.tui.key_hints import hint_text
     from bbrowse.tui.panes.base import fit_hint
-    from bbrowse.tui.panes.files import HINT as FILES_HINT
-    from bbrowse.tui.panes.logs import HINT as LOGS_HINT
+    from bbrowse.tui.panes.files import HINT as FILES_TEMPLATE
+    from bbrowse.tui.panes.logs import HINT as LOGS_TEMPLATE
 
-    for hint in (FILES_HINT, LOGS_HINT):
+    files_hint, logs_hint = hint_text(FILES_TEMPLATE, {}), hint_text(LOGS_TEMPLATE, {})  # the default keys
+    for hint in (files_hint, logs_hint):
         fitted = fit_hint(hint, 78)
         assert len(fitted) <= 78 and fitted.endswith("· ? all keys"), fitted
         assert all(item in hint.split(" · ") for item in fitted.split(" · ")[:-1]), fitted
-    assert fit_hint(LOGS_HINT, 200) == LOGS_HINT
+    assert fit_hint(logs_hint, 200) == logs_hint

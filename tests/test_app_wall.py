@@ -7,6 +7,7 @@ tiles' pictures and the recording badge use the default service's real Chromium.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -36,13 +37,18 @@ def line_of(tile: SessionTile) -> str:
     return str(tile.line.render())
 
 
-async def make_sessions(http: httpx.AsyncClient, prefix: str, count: int) -> list[dict]:
-    made = []
-    for i in range(count):
+async def make_sessions(http: httpx.AsyncClient, prefix: str, count: int, *, at_once: bool = False) -> list[dict]:
+    """`count` sessions named prefix-0, prefix-1, ..., listed in that order; `at_once`: made concurrently
+    (each starts a Chromium), in no particular order."""
+
+    async def make(i: int) -> dict:
         r = await http.post("/browsers", json={"name": f"{prefix}-{i}", "timeout_seconds": 600})
         assert r.status_code == 200, r.text
-        made.append(r.json())
-    return made
+        return r.json()
+
+    if at_once:
+        return sorted(await asyncio.gather(*(make(i) for i in range(count))), key=lambda b: b["created_at"])
+    return [await make(i) for i in range(count)]
 
 
 async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_service, browserless_http) -> None:
@@ -100,7 +106,7 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
 
 async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_session(service, http) -> None:
     tag = uuid.uuid4().hex[:6]
-    mine = await make_sessions(http, f"live-{tag}", 2)
+    mine = await make_sessions(http, f"live-{tag}", 2, at_once=True)
     replay = await http.post(f"/browsers/{mine[1]['session_id']}/replays", json={})
     assert replay.status_code in (200, 201), replay.text
     app = make_app(service)
@@ -114,7 +120,7 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
         await wait_for(pilot, wall.first_frames_drawn, timeout=20, what="a frame in every tile")
         for tile in tiles(app)[:2]:
             assert tile.canvas.geometry is not None and tile.canvas.geometry.columns > 20  # a picture, drawn
-        recording = next(t for t in tiles(app) if t.browser is not None and t.browser.name == f"live-{tag}-1")
+        recording = next(t for t in tiles(app) if t.browser is not None and t.browser.name == mine[1]["name"])
         await wait_for(pilot, lambda: "● REC" in line_of(recording), what="the recording badge")
         assert "● REC" not in line_of(tiles(app)[0])
 

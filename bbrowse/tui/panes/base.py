@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from bbrowse.client import BrowserClient
 from bbrowse.tui.app_services import services
+from bbrowse.tui.key_hints import hint_text
 
 
 class SessionPane(Vertical):
@@ -56,7 +57,8 @@ def fit_hint(hint: str, width: int) -> str:
 
 
 class HintLine(Static):
-    """A pane's one-line list of keys, fitted to its width by whole items (`fit_hint`)."""
+    """A pane's one-line list of keys, fitted to its width by whole items (`fit_hint`). `hint` names keys by
+    binding id (`{logs.open} open`, see `key_hints`), so a key remapped in the configuration shows as remapped."""
 
     def __init__(self, hint: str, *, id: str | None = None) -> None:
         super().__init__(id=id, markup=False)
@@ -67,4 +69,5 @@ class HintLine(Static):
         self.refresh()
 
     def render(self) -> Text:
-        return Text(fit_hint(self.hint, self.content_region.width or 10_000), no_wrap=True)
+        hint = hint_text(self.hint, self.app._keymap)  # the keymap Textual applies to the bindings
+        return Text(fit_hint(hint, self.content_region.width or 10_000), no_wrap=True)

@@ -49,8 +49,9 @@ from bbrowse.wire import FileInfo
 
 __all__ = ["FilesPane", "PromptInput"]
 
-HINT = ("enter open · tab viewer · g go to · ~ work dir · / root · s save · x hex · m more · r reload · "
-        "u upload · n mkdir · R move · d delete · c chmod · z zip")
+HINT = ("enter open · tab viewer · {files.goto} go to · {files.home} work dir · {files.root} root · "
+        "{files.save} save · {files.hex} hex · {files.more} more · {files.reload} reload · {files.upload} upload · "
+        "{files.mkdir} mkdir · {files.move} move · {files.delete} delete · {files.chmod} chmod · {files.zip} zip")
 #: A zip of a directory at least this large (before compression) is asked about first, with its size.
 LARGE_ZIP_BYTES = 100 * 1024 * 1024
 #: How long `du` may measure a directory before a zip (then: "could not be measured in time").

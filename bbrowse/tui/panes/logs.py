@@ -50,7 +50,9 @@ DEFAULT_PROGRAM = "chromium"
 #: shows "reconnecting", never a blink of live.
 HEADERS_GRACE_SECONDS = 0.2
 
-HINT = "o open · x close · z zoom · / search · n/N next · f filter · w wrap · t time · j json · c copy · ctrl+s save"
+HINT = ("{logs.open} open · {logs.close} close · {logs.zoom} zoom · {logs.search} search · "
+        "{logs.next_match}/{logs.previous_match} next · {logs.filter} filter · {logs.wrap} wrap · "
+        "{logs.timestamps} time · {logs.json} json · {logs.copy} copy · {logs.save} save")
 
 
 @dataclass(frozen=True)

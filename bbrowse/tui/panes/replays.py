@@ -9,7 +9,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, elapsed, human_bytes
@@ -17,11 +17,13 @@ from bbrowse.transfer import save_stream
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
-from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.widgets.transfer_bar import TransferBar
 from bbrowse.wire import Replay
 
+HINT = "{replays.toggle} record/stop · {replays.download} download · {replays.copy_url} copy view URL"
+EMPTY_HINT = "No recordings yet. Press {replays.toggle} to start recording this session's browser."
 REFRESH_SECONDS = 2.0
 #: The longest wait between two listings while nothing changes (polled only while the tab is shown).
 LONGEST_REFRESH_SECONDS = 30.0
@@ -80,7 +82,7 @@ class ReplaysPane(SessionPane):
         self.last_saved: Path | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("r record/stop · s download · c copy view URL", id="replays-hint")
+        yield HintLine(HINT, id="replays-hint")
         yield DataTable(id="replays-table", cursor_type="row", zebra_stripes=True)
         yield TransferBar(id="replays-progress", show_eta=False)
 
@@ -122,11 +124,7 @@ class ReplaysPane(SessionPane):
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         fit_columns(table, FITS)
-        hint = self.query_one("#replays-hint", Static)
-        if not replays:
-            hint.update("No recordings yet. Press r to start recording this session's browser.")
-        else:
-            hint.update("r record/stop · s download · c copy view URL")
+        self.query_one("#replays-hint", HintLine).update_hint(HINT if replays else EMPTY_HINT)
 
     def selected(self) -> Replay | None:
         table = self.query_one(DataTable)

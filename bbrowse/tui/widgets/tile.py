@@ -77,19 +77,30 @@ class ScreencastFrames:
     While the screencast is connected the session counts as in use (`holds_activity`): a CDP connection is
     activity for the service and for Kernel, pushed frames or not."""
 
-    def __init__(self, client: BrowserClient, session_id: str, size: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, client: BrowserClient, session_id: str, size: Callable[[], tuple[int, int]],
+                 cdp_ws_url: str | None = None) -> None:
+        """`cdp_ws_url`: the session's, as listed (saves asking for it; asked again when refused)."""
         self.client = client
         self.session_id = session_id
         self.size = size
+        self.cdp_ws_url = cdp_ws_url
         self.holds_activity = False
         #: The screencast could not be had: frames come from screenshots.
         self.polling = False
 
     async def frames(self) -> AsyncIterator[PILImage.Image]:
         width, height = self.size()
-        cast = Screencast(self.client, self.session_id, max_width=width, max_height=height)
+        cast = Screencast(self.client, self.session_id, max_width=width, max_height=height,
+                          cdp_ws_url=self.cdp_ws_url)
         try:
-            await cast.start()
+            try:
+                await cast.start()
+            except ScreencastUnavailable as refused:
+                if refused.status is None or self.cdp_ws_url is None:
+                    raise
+                self.cdp_ws_url = None  # a listed URL whose token has expired: ask for the session's own
+                cast = Screencast(self.client, self.session_id, max_width=width, max_height=height)
+                await cast.start()
         except ScreencastUnavailable:
             self.polling = True
             async for image in PollingFrames(self.client, self.session_id).frames():
@@ -105,7 +116,7 @@ class ScreencastFrames:
 
 
 def frame_source(client: BrowserClient, browser: Browser, size: Callable[[], tuple[int, int]]) -> FrameSource:
-    return ScreencastFrames(client, browser.session_id, size)
+    return ScreencastFrames(client, browser.session_id, size, browser.cdp_ws_url or None)
 
 
 @dataclass

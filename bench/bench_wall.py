@@ -1,0 +1,149 @@
+"""The session wall with 16 live sessions: each tile's frames per second, the app's CPU, the first full wall.
+
+Run on purpose, not in the test suite:
+
+    .venv/bin/python bench/bench_wall.py [--sessions 16] [--seconds 15]
+
+It starts its own `bbrowse serve`, N sessions (1280×800) on a page that changes everywhere four times a
+second (`--page moving`: at every frame, which on 2 cores leaves Chromium no time for anything else),
+and the real app (Pilot) at 160×45, where the wall is 4×4. It measures the time
+from `w` until every tile has drawn a frame, then, for --seconds, the frames each tile drew per second
+(the slowest tile counts) and the app's CPU (this process's CPU time, the app's only: the service and
+Chromium are other processes). Baseline in the same run: the wall showing one session alone (the filter
+set to its name). Then the same with the tiles polling screenshots (the fallback where CDP is refused).
+Targets (issue 26): every tile ≥ 1 frame/s while the app uses ≤ 1 core; the first full wall ≤ 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import httpx  # noqa: E402
+from app_support import make_app, wait_for  # noqa: E402
+from bench_live_view import MOVING  # noqa: E402
+
+#: A page that changes everywhere four times a second (new colours over the whole page), as a busy agent's
+#: pages do; `--page moving` uses the live view's page, which repaints everything at every frame (60/s).
+CHANGING = """<!doctype html><body style="margin:0;overflow:hidden">
+<canvas id="c" width="1280" height="800"></canvas><script>
+const c = document.getElementById("c").getContext("2d"); let t = 0;
+setInterval(() => {
+  t += 37;
+  const g = c.createLinearGradient(0, 0, 1280, 800);
+  g.addColorStop(0, `hsl(${t % 360},80%,50%)`); g.addColorStop(1, `hsl(${(t + 180) % 360},80%,50%)`);
+  c.fillStyle = g; c.fillRect(0, 0, 1280, 800);
+  for (let i = 0; i < 40; i++) { c.fillStyle = `hsl(${(i * 9 + t) % 360},90%,60%)`;
+    c.fillRect((i * 97 + t * 3) % 1280, (i * 53 + t) % 800, 60, 40); }
+}, 250);
+</script>"""
+from conftest import PageServer, start_service, stop_service  # noqa: E402
+
+from bbrowse.client import BrowserClient  # noqa: E402
+from bbrowse.tui.screens.sessions import SessionsScreen  # noqa: E402
+from bbrowse.tui.screens.wall import WallScreen  # noqa: E402
+from bbrowse.tui.widgets import tile as tile_module  # noqa: E402
+
+SIZE = (160, 45)
+
+
+async def measure(service, needle: str, count: int, seconds: float, polling: bool = False) -> dict[str, float]:
+    """The wall over the sessions matching `needle` (`count` of them): first full wall, fps per tile, CPU."""
+    original = tile_module.frame_source
+    if polling:
+        tile_module.frame_source = lambda client, browser, size: tile_module.PollingFrames(client, browser.session_id)
+    try:
+        app = make_app(service)
+        app.last_filter = needle
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                           and app.screen.query_one("#sessions-table").row_count == count, timeout=60)
+            pressed = time.monotonic()
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and app.screen.first_frames_drawn(),
+                           timeout=60, what="every tile drawn")
+            first_full = time.monotonic() - pressed
+            wall = app.screen
+            tiles = [t for t in wall._tiles if t.browser is not None]
+            assert len(tiles) == count, (len(tiles), count)
+            await pilot.pause(2.0)  # past the start
+            before = {id(t): t.state.frames for t in tiles}
+            cpu, started = time.process_time(), time.monotonic()
+            await pilot.pause(seconds)
+            elapsed = time.monotonic() - started
+            cpu_share = (time.process_time() - cpu) / elapsed
+            rates = [(t.state.frames - before[id(t)]) / elapsed for t in tiles]
+            source = "polling" if polling or any(getattr(t.source, "polling", False) for t in tiles) else "screencast"
+            await pilot.press("escape")
+    finally:
+        tile_module.frame_source = original
+    return {"first_full": first_full, "slowest": min(rates), "median": statistics.median(rates), "cpu": cpu_share,
+            "source": source}
+
+
+def line(label: str, figures: dict) -> str:
+    return (f"{label:<34} first full wall {figures['first_full'] * 1000:6.0f} ms   slowest tile "
+            f"{figures['slowest']:5.1f} frames/s   median {figures['median']:5.1f}   app CPU "
+            f"{figures['cpu'] * 100:5.1f} % of a core   ({figures['source']})")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--page", choices=("changing", "moving"), default="changing",
+                        help="changing: everything repainted 4 times a second; moving: at every frame")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-wall-"))
+    (root / "pages").mkdir()
+    pages = PageServer(root / "pages")
+    service = start_service(root / "state")
+    tag = uuid.uuid4().hex[:6]
+    try:
+        url = pages.url("page.html", CHANGING if args.page == "changing" else MOVING)
+        client = BrowserClient(service.url, service.token)
+        made = []
+        started = time.monotonic()
+        async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=120) as http:
+            async def create(i: int) -> str:
+                r = await http.post("/browsers", json={"name": f"wall-{tag}-{i:02d}", "start_url": url,
+                                                       "timeout_seconds": 900,
+                                                       "viewport": {"width": 1280, "height": 800}})
+                r.raise_for_status()
+                return r.json()["session_id"]
+
+            for batch in range(0, args.sessions, 4):  # four at a time: 16 Chromiums at once overwhelm 2 cores
+                made += await asyncio.gather(*(create(i) for i in range(batch, min(args.sessions, batch + 4))))
+        made_in = time.monotonic() - started
+        print(f"{args.sessions} sessions on a page changing everywhere ({args.page}), made in {made_in:.1f} s")
+        await asyncio.sleep(3)  # the pages have loaded
+
+        alone = await measure(service, f"wall-{tag}-00", 1, args.seconds)
+        print(line("baseline: one session alone", alone))
+        full = await measure(service, f"wall-{tag}", args.sessions, args.seconds)
+        print(line(f"the wall, {args.sessions} sessions", full))
+        polled = await measure(service, f"wall-{tag}", args.sessions, args.seconds, polling=True)
+        print(line(f"the wall, {args.sessions} sessions, polling", polled))
+        print(f"slowest tile vs alone: {full['slowest'] / alone['slowest']:.2f}x   CPU vs alone: "
+              f"{full['cpu'] / max(alone['cpu'], 1e-6):.1f}x")
+        ok = full["slowest"] >= 1.0 and full["cpu"] <= 1.0 and full["first_full"] <= 1.0
+        print(f"targets (every tile >= 1 frame/s, app <= 1 core, first full wall <= 1 s): {'met' if ok else 'NOT met'}")
+        for session_id in made:
+            await client.sessions.delete(session_id)
+    finally:
+        stop_service(service)
+        pages.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
