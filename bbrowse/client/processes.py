@@ -13,6 +13,7 @@ import pybase64
 from pydantic import ValidationError
 
 from bbrowse.client.attach import AttachSession
+from bbrowse.client.bodies import body
 from bbrowse.client.decode import model
 from bbrowse.client.errors import IncompleteStream, ProtocolError
 from bbrowse.client.sse import iter_sse_json
@@ -20,12 +21,16 @@ from bbrowse.client.stdin_writer import StdinWriter
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Endpoint, Transport, segment
 from bbrowse.wire import (
+    ExecRequest,
     ExecResult,
+    KillRequest,
     OkResponse,
     ProcessExitEvent,
     ProcessOutputEvent,
     ProcessStatus,
+    ResizeRequest,
     Signal,
+    SpawnRequest,
     SpawnResult,
     StdinResult,
     StdoutStreamEvent,
@@ -61,12 +66,12 @@ class Processes:
     ) -> SpawnResult:
         """Start `command` and return at once (never re-sent: a retry could start it twice). A PTY
         (`allocate_tty`) is spawned `rows`x`cols`, 24x80 unless given."""
-        body = _command_body(command, args, cwd, env, as_root, as_user, timeout_sec)
+        fields = _command_fields(command, args, cwd, env, as_root, as_user, timeout_sec)
         if allocate_tty:  # always with a size: Kernel's VM makes a PTY spawned without one 0x0
-            body["allocate_tty"] = True
-            body["cols"] = cols if cols is not None else DEFAULT_PTY_SIZE[1]
-            body["rows"] = rows if rows is not None else DEFAULT_PTY_SIZE[0]
-        response = await self._t.request("POST", self._path(id_or_name, tail="/spawn"), json=body, idempotent=False)
+            fields.update(allocate_tty=True, cols=cols if cols is not None else DEFAULT_PTY_SIZE[1],
+                          rows=rows if rows is not None else DEFAULT_PTY_SIZE[0])
+        response = await self._t.request("POST", self._path(id_or_name, tail="/spawn"),
+                                         json=body(SpawnRequest.model_construct(**fields)), idempotent=False)
         return model(SpawnResult, response, "spawn")
 
     async def exec(
@@ -82,9 +87,10 @@ class Processes:
         timeout_sec: int | None = None,
     ) -> ExecResult:
         """Run `command` to completion; waits as long as it runs (never re-sent)."""
-        body = _command_body(command, args, cwd, env, as_root, as_user, timeout_sec)
+        request = ExecRequest.model_construct(**_command_fields(command, args, cwd, env, as_root, as_user,
+                                                                 timeout_sec))
         response = await self._t.request(
-            "POST", self._path(id_or_name, tail="/exec"), json=body, idempotent=False,
+            "POST", self._path(id_or_name, tail="/exec"), json=body(request), idempotent=False,
             timeout=self._t.stream_timeout,
         )
         return model(ExecResult, response, "exec")
@@ -104,15 +110,16 @@ class Processes:
     async def kill(self, id_or_name: str, process_id: str, signal: Signal = "TERM") -> OkResponse:
         """Send a signal; repeating a signal is harmless, so this one is retried."""
         response = await self._t.request(
-            "POST", self._path(id_or_name, process_id, "/kill"), json={"signal": signal}, idempotent=True,
+            "POST", self._path(id_or_name, process_id, "/kill"), json=body(KillRequest.model_construct(signal=signal)),
+            idempotent=True,
         )
         return model(OkResponse, response, "kill")
 
     async def resize(self, id_or_name: str, process_id: str, rows: int, cols: int) -> OkResponse:
         """Set the PTY window size (the program sees SIGWINCH); 400 when the process has no PTY."""
         response = await self._t.request(
-            "POST", self._path(id_or_name, process_id, "/resize"), json={"rows": rows, "cols": cols},
-            idempotent=True,
+            "POST", self._path(id_or_name, process_id, "/resize"),
+            json=body(ResizeRequest.model_construct(rows=rows, cols=cols)), idempotent=True,
         )
         return model(OkResponse, response, "resize")
 
@@ -174,7 +181,7 @@ class Processes:
                              rows=rows, cols=cols, use_env_proxy=not config.is_loopback)
 
 
-def _command_body(
+def _command_fields(
     command: str,
     args: Sequence[str],
     cwd: str | None,
@@ -183,21 +190,16 @@ def _command_body(
     as_user: str | None,
     timeout_sec: int | None,
 ) -> dict[str, Any]:
-    """The spawn/exec JSON, with only the fields given (the service validates and answers 400 with details)."""
+    """The `ExecRequest` fields given for spawn/exec (the service validates and answers 400 with details)."""
     if isinstance(args, str):
         raise TypeError("args must be a sequence of strings, not one string")
-    body: dict[str, Any] = {"command": command, "args": list(args)}
-    if cwd is not None:
-        body["cwd"] = cwd
+    given: dict[str, Any] = {}  # env and as_root only when they say something, as before
     if env:
-        body["env"] = dict(env)
+        given["env"] = dict(env)
     if as_root:
-        body["as_root"] = True
-    if as_user is not None:
-        body["as_user"] = as_user
-    if timeout_sec is not None:
-        body["timeout_sec"] = timeout_sec
-    return body
+        given["as_root"] = True
+    return body(ExecRequest.model_construct(command=command, args=list(args), cwd=cwd, as_user=as_user,
+                                            timeout_sec=timeout_sec, **given))
 
 
 def parse_stdout_payload(payload: object, what: str = "stdout stream") -> StdoutStreamEvent:

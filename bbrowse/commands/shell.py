@@ -1,43 +1,16 @@
 """`bbrowse shell`: a program in a session, in your own terminal, like `ssh` or `kubectl exec -it`.
 
-Terminal mode (stdin is a terminal)
-    The program is spawned with a PTY (`allocate_tty`) at the local window size. The local terminal
-    is put in raw mode, so every key, ctrl-c included, is a byte for the remote program; it is put
-    back on every way out: normal return, exceptions (try/finally), SIGTERM/SIGHUP/SIGINT/SIGQUIT
-    (handlers that end the session and then restore), and `atexit` as the last resort. Input bytes
-    go to `processes.stdin` in order (`StdinWriter`), one request at a time, with whatever piled up
-    meanwhile sent together. Output comes over the `attach` WebSocket (through the session's VM endpoint,
-    found by reading the session first) as raw bytes written to fd 1 unbuffered, or over `stdout/stream` when
-    attach is refused; a dropped attach is reopened (`PtyOutput`, in bbrowse.client). SIGWINCH sends
-    the new size (as an attach resize frame, or `processes.resize` on the stream). As in ssh, `~.`
-    typed at the start or right after Enter disconnects: the remote program gets SIGHUP and bbrowse
-    exits 255 (`~~` sends one `~`). Otherwise bbrowse exits with the remote exit status (255 when the
-    process ended but its status was no longer known, e.g. Kernel forgets it 10 s after the exit).
+Terminal mode (stdin is a terminal): the program gets a PTY at the local window size and the local
+terminal goes raw, so every key is a byte for it; the terminal is restored on every way out (return,
+exceptions, SIGTERM/SIGHUP/SIGINT/SIGQUIT, atexit). Keys go to `stdin` in order (`StdinWriter`); output
+comes over `attach` (Kernel sends PTY output nowhere else), or `stdout/stream` where attach is refused;
+SIGWINCH sends the new size. `~.` at the start of a line disconnects, as in ssh (exit 255). The exit
+status is the remote program's (255 when it is no longer known).
 
-Pipe mode (stdin is not a terminal: `echo ls | bbrowse shell ID`)
-    No PTY, so stdout and stderr stay apart and bytes pass untouched. The hard part is end of
-    input: the contract has no "close stdin" call, and a program like `sh` reading a pipe only
-    finishes when it sees EOF. Alternatives considered and rejected: a PTY with ctrl-D (echoes the
-    input, merges stderr, mangles binary data and long lines); embedding stdin in the command line
-    or a here-document (not streaming, size-limited, quoting hazards); `exec` (no stdin at all).
-    Chosen: the program runs behind a small POSIX `sh` wrapper (`PIPE_WRAPPER`) that reads
-    length-prefixed chunks (`<n>\\n` then n bytes, copied with `head -c n`) from the process's stdin
-    and writes them into a pipe to the program; a `0\\n` chunk ends the loop, which closes the pipe,
-    so the program sees a real EOF. Input is streamed as it is read, binary-safe, with bounded
-    memory; the wrapper's exit status is the program's. The feeder runs in the background, so
-    the session ends when the program exits even if local input is still open (as ssh does). It
-    needs `sh` and a `head -c` that does not read ahead (GNU coreutils; BSD), which every Kernel
-    and bbrowse serve machine has. Ctrl-c (SIGINT) is forwarded to the remote program as INT.
-
-Kernel's cloud sends PTY output only over `attach` (nothing on `stdout/stream`), hence attach first in
-terminal mode; pipe mode has no PTY and reads `stdout/stream`, where stdout and stderr stay apart.
-
-On Kernel's VM the end is not always said: an attach may end with no exit frame (`PtyOutput` then
-learns the exit from `status`), a pipe's stream may end without its exit event (the status gives the
-code), and `stdin`, `resize` and `kill` answer 500 once the program is gone (input is then dropped, as
-for a closed stdin). The stream's response headers come only with its first event, so nothing waits for
-them: piped input is fed at once. A VM shutting down (close 1001) is said in one line, exit 255. While
-the session runs, a `KeepAlive` holds a CDP connection to it: on Kernel a shell is not activity.
+Pipe mode (stdin is not a terminal): no PTY, so stdout and stderr stay apart and bytes pass untouched;
+the program runs behind `PIPE_WRAPPER`, which turns length-prefixed chunks on its stdin into a real EOF
+for the program (the contract has no "close stdin"). docs/decisions.md has the alternatives and the
+ways Kernel's VM ends a shell without saying so, which both modes handle.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """The guardian: a tiny process that ends every child of the service when the service dies, however it dies.
 
-Run by `lifetime.Guardian` as `python -I -S guardian.py <service pid> [<service log>]` (standard
-library only, nothing of bbrowse: it starts in milliseconds and holds a few MiB). Its stdin is a
-pipe whose only writer is the service: the service writes the process id of each child it starts,
-one per line, right after starting it (a `write` of a few bytes: the spawn stays on CPython's vfork
-path). Each child leads its own
-session (`start_new_session`), so its id is also the id of its session and of everything it starts
-that does not leave the session (shells' job-control groups, `nohup`, `&` included).
-
-It looks at the pipe every TICK_SECONDS rather than waiting on it, so neither a spawn nor a child's
-exit wakes it (waking it at each spawn cost the spawn ~0.3 ms on a loaded 2-core machine). When the
-pipe reaches end-of-file the service is gone (exit, crash, SIGKILL, the OOM killer: the
-kernel closes a dead process's descriptors), and the guardian SIGKILLs every process still in one of
-those sessions, found by a scan of `/proc`, then exits. A stop the service meant does the same after
-its own cleanup, which leaves nothing to find.
-
-Process ids are reused (pid_max is 32768 on many machines), so a session id is only kept while it can
-still be ours: the guardian holds a pidfd of each leader (`pidfd_open`, Linux 5.3), learns of its exit
-from epoll, and forgets the session at the next prune (every PRUNE_SECONDS) once no process is left in
-it. An id cannot be handed out again while any process still uses it as its session id.
-
-Not covered: a process that leaves its session (`setsid`, a daemon double fork) is on its own, as it is
-under any supervisor that does not use cgroups.
+Run by `lifetime.Guardian` as `python -I -S guardian.py <service pid> [<service log>]` (standard library
+only: it starts in milliseconds). Its stdin is a pipe only the service writes: the pid of each child it
+starts, one per line. Each child leads its own session, so that pid names everything the child starts
+that stays in its session. When the pipe reaches end-of-file the service is gone (exit, crash, SIGKILL,
+the OOM killer), and the guardian SIGKILLs every process still in one of those sessions (a `/proc`
+scan), then exits. It polls the pipe every TICK_SECONDS so that spawns never wake it, and keeps a
+session only while its leader's pidfd says it can still be ours (pids are reused). A process that
+leaves its session (`setsid`, a double fork) is not covered. Measurements: docs/decisions.md.
 """
 
 from __future__ import annotations

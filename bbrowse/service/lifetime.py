@@ -1,20 +1,14 @@
 """Children that end with the service: the guardian, and the parent-death signal.
 
-Every child the service starts runs in its own session (so it can be signalled as a group), which
-also means it would outlive a service that is killed without cleaning up (SIGKILL, the OOM killer):
-a Chromium nobody can reach, or a spawned `sleep 1000` whose process id no client can name any more.
-Two mechanisms, by cost:
+Every child runs in its own session (signalled as a group), so it would outlive a service killed
+without cleaning up (SIGKILL, the OOM killer). Two mechanisms:
 
-- `watch_child(pid)` tells the service's guardian (`guardian.py`, one small process started with the
-  first child) about a child right after it started: a write of a few bytes to a pipe, so spawns keep
-  CPython's vfork path (a `preexec_fn` would turn every spawn into a full fork: ~1.4 ms → ~8 ms at
-  150 MB of service RSS). When the service dies the pipe ends and the guardian SIGKILLs every process
-  left in those sessions, grandchildren included. Every spawned process, PTY or pipe, is watched; so
-  is ffmpeg.
-- `die_with_service` (a `preexec_fn`) asks the kernel to SIGKILL the child itself when the service
-  dies. Used where a fork happens anyway (PTY children need a `preexec_fn` to take their controlling
-  terminal) and by Chromium and Xvfb. It survives exec (except of set-user-ID programs) and the switch
-  to `as_user`, which happens before it, but covers the child alone, not what it starts.
+- `watch_child(pid)` tells the guardian (`guardian.py`) about each child right after it started, a
+  write of a few bytes, so spawns keep CPython's vfork path (a `preexec_fn` forks in full; the cost is
+  in docs/decisions.md). When the service dies the guardian SIGKILLs every process left in those
+  sessions, grandchildren included. Every spawned process and ffmpeg is watched.
+- `die_with_service` (a `preexec_fn`: the kernel SIGKILLs the child when the service dies) where a
+  fork happens anyway (PTY children, Chromium, Xvfb). It covers the child alone.
 """
 
 from __future__ import annotations

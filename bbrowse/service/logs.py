@@ -1,25 +1,15 @@
 """Following a log file: its existing lines, then new ones as they are appended, across truncation and rotation.
 
-A polling follower rather than inotify: it works on every filesystem (overlayfs, NFS, bind mounts),
-needs no dependency and no watch limits, and the loop is adaptive, so polling costs nothing under
-load: while data keeps coming it reads again at once (blocks of READ_BYTES, split into lines in one
-pass); only when the file is idle does it sleep POLL_SECONDS between cheap `fstat`/`stat` checks.
-`bench/bench_log_follow.py` measures the sustained rate.
+A polling follower (why not inotify: docs/decisions.md) that reads again at once while data comes and
+sleeps POLL_SECONDS between `stat` checks when the file is idle. What a reader sees:
 
-Rules (documented here because a user notices each of them):
-
-- A line ends at `\\n`; the newline, and a `\\r` just before it, are stripped. Bytes are decoded as
-  UTF-8 with `errors="replace"`.
-- A partial last line (no newline yet) is held until its newline arrives. It is sent on its own
-  after PARTIAL_LINE_FLUSH_SECONDS without new data (so a prompt or a progress line shows up; its
-  continuation, if any, then arrives as a separate line), when the file is truncated or rotated,
-  when a no-follow stream ends, or once it grows past MAX_LINE_BYTES.
-- Truncation: the file shrinking below the read offset restarts reading at offset 0. (A file
-  truncated and refilled past the old offset between two polls cannot be told apart from growth.)
-- Rotation: when the path names another file (device/inode changed, e.g. `mv log log.1` and a new
-  `log`), the old file is drained to its end, then the new one is read from its start. While the
-  path is missing, the old file is still followed (its writer may still be writing to it).
-- Timestamps are the time a line was read, UTC.
+- a line ends at `\\n` (a `\\r` before it is stripped too), decoded as UTF-8 with replacement;
+- a partial last line waits for its newline, but is sent alone after PARTIAL_LINE_FLUSH_SECONDS
+  without new data (a prompt shows up), at truncation or rotation, at the end of a no-follow stream,
+  or past MAX_LINE_BYTES;
+- a file shrinking below the read offset is read again from its start; a path that names another
+  file (rotation) has the old file drained first, then the new one read from its start;
+- timestamps are the time a line was read, UTC.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """The output of one process, broadcast to every reader, with a backlog for readers who come late.
 
-Chunks live in one shared, ordered log and each subscriber is only a cursor into it, so a chunk is
-stored once, and base64-encoded into its SSE frame at most once, however many readers there are.
-
-Policy, and why:
-
-- The process is never slowed down by its readers: its output is read as fast as it is written and
-  appended here. No subscriber can block the process or another subscriber.
-- Until the first subscriber connects, output is kept from the very start (up to `FIRST_READER_BYTES`,
-  for at most `FIRST_READER_SECONDS`), so the usual spawn-then-connect loses nothing even when the
-  program writes a burst before the stream is open. Every later subscriber starts `BACKLOG_BYTES`
-  (1 MiB, whole chunks) behind the newest output. Exited processes keep their log, so a subscriber
-  that connects after the exit still gets the final output and the exit event.
-- A subscriber may fall behind the newest output by at most `MAX_LAG_BYTES`. When a slow reader
-  falls further behind, **its oldest undelivered output is dropped**: its cursor jumps to the oldest
-  chunk still kept, and it carries on from there (counted in `Subscriber.dropped_chunks` and logged).
-  It is not disconnected: a terminal view recovers from a gap, and a reconnect would lose the
-  same bytes anyway. The cap is large so a reader that is merely slower than a burst (a client
-  draining 100 MB of `cat` output) still receives every byte; a reader that stopped reading
-  altogether costs at most that much memory until its connection closes.
-- Memory per process is therefore bounded by about `MAX_LAG_BYTES` (+ one chunk), and shrinks back
-  to the backlog as soon as the slowest reader catches up or leaves.
+Chunks live in one ordered log and each subscriber is a cursor into it, so a chunk is stored (and
+base64-encoded into its SSE frame) once however many read it. The process is never slowed by its
+readers. Output is kept from the start until the first subscriber comes (FIRST_READER_BYTES, at most
+FIRST_READER_SECONDS), so spawn-then-connect loses nothing; later subscribers start BACKLOG_BYTES
+behind. A reader more than MAX_LAG_BYTES behind loses its oldest undelivered chunks (counted in
+`Subscriber.dropped_chunks`) rather than its connection, which bounds memory per process at about
+MAX_LAG_BYTES. An exited process keeps its log, so a late subscriber still gets the end and the exit.
 """
 
 from __future__ import annotations
@@ -218,7 +204,3 @@ class OutputLog:
         finally:
             self._subscribers.discard(sub)
             self._trim()
-
-    @property
-    def subscriber_count(self) -> int:
-        return len(self._subscribers)

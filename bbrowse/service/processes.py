@@ -1,27 +1,13 @@
 """Processes of the local service: spawn, exec, stdin, signals, resize, status, and their lifecycle.
 
-A `ManagedProcess` owns its child's descriptors. Output is read with `loop.add_reader` on
-non-blocking descriptors (never blocking the event loop) and appended to an `OutputLog`, which
-broadcasts it to every subscriber. The exit is noticed through a pidfd on the event loop, and the
-child is reaped at once (no zombies).
+A `ManagedProcess` owns its child's descriptors: output is read with `loop.add_reader` into an
+`OutputLog`; the exit is noticed through a pidfd and the child reaped at once. A process is running,
+then reaped (exit code known), then finished once its output is drained (EOF on every descriptor, or
+OUTPUT_DRAIN_SECONDS after the exit when a grandchild holds them), then forgotten after RETAIN_SECONDS
+(404; at once when its session ends). An exit by signal N reports 128 + N, as shells do. Signals go to
+the child's whole process group (each child leads its own session).
 
-Lifecycle of one process::
-
-    running --exit--> reaped (status: exited + exit code)
-            --output drained--> finished (every fd closed, exit event sent to subscribers)
-            --RETAIN_SECONDS--> forgotten (404; at once when its session ends, whose routes answer 410)
-
-"Output drained" means end-of-file on every output descriptor (EIO on a PTY master), or, if a
-grandchild still holds them open, `OUTPUT_DRAIN_SECONDS` after the exit.
-
-Exit codes: a normal exit gives its status; a process ended by signal N reports `128 + N`, as
-shells do (130 after INT, 143 after TERM, 137 after KILL). Signals (`kill`, `timeout_sec`, session
-deletion) go to the child's whole process group: every child starts its own session, so the
-program and everything it started are signalled together, like Ctrl-C in a terminal.
-
-`ProcessPolicy` holds what `--kernel-compat` changes to behave as Kernel's in-VM server does: a PTY's
-output only over `attach`, the PTY read only while a client is attached (no backlog), `-1` after a
-signal, exited processes forgotten after 10 s.
+`ProcessPolicy` holds what `--kernel-compat` changes to behave as Kernel's in-VM server does.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Retention: the state directory stays bounded, by age and by size, for a service that runs for weeks.
 
-What grows without it: every ended session keeps its record and logs (`sessions/<id>/`), its replays
-(`replays/<id>/`), and the service log gets one access line per request. A pass, at start, then every
-`interval` and on SIGUSR1 (`kill -USR1 <pid>` runs one now):
+A pass (at start, every `interval`, and on SIGUSR1) rotates the service log past `log_rotate_bytes`,
+removes what ended longer ago than `keep_seconds` (an ended session's directory with its replays,
+unreadable session directories, orphan replays, rotated logs), then, while the directory is larger than
+`max_bytes`, more of the same, oldest first. Never touched: an active session's files, a record of an
+unknown format version, a replay recording or finalising, a file the service has open, replays looked
+up in the last minutes; when only such files are left over the limit, the log says so.
 
-1. rotates the service log (`logs/bbrowse.log` -> `bbrowse.log.1`) once it passes `log_rotate_bytes`;
-2. removes what ended longer ago than `keep_seconds`: an ended session's directory together with its
-   replays (they cannot be addressed without it), a session directory nobody can read back, replays
-   of sessions this service no longer knows, rotated service logs;
-3. while the directory is still larger than `max_bytes`, removes more of the same, oldest first.
-
-What is never touched: an active session's files (known active in memory, or a record on disk that
-says so, e.g. one not restored yet), a session record of an unknown format version (a newer release
-may want it), a replay recording or finalising, any file the service has open (a download, a log
-being followed) and replays looked up in the last minutes (a download about to open its file). When
-only such files remain over the limit, the pass says so in the service log and keeps them.
-
-Removal drops the session from memory too (`SessionManager.forget`: then 404 instead of 410) and its
-replays (`ReplayManager.forget_session`). The walk and the removals run in a worker thread; the clock
-is injectable (`clock`, Unix seconds) so tests move time instead of waiting for it, and a service
-started with `BBROWSE_CLOCK_FILE` reads its retention clock from that file (a test hook).
+Removal forgets the session (404 instead of 410) and its replays. The walk runs in a worker thread;
+the clock is injectable (`clock`; `BBROWSE_CLOCK_FILE` for tests of a running service).
 """
 
 from __future__ import annotations

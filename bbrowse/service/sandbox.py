@@ -1,22 +1,15 @@
 """Each session a sandbox: Linux namespaces made by bubblewrap, as Kernel gives each session a VM of its own.
 
-At session create `bwrap` starts one long-lived sandbox: its own user (root inside is the service's user
-outside), mount, PID, IPC and UTS namespaces (and network, for an `offline` session), the host's system
-directories read-only, and a home, `/root`, `/tmp`, `/var/tmp` and working directory `/workspace` of its own,
-kept host-side under the session's folder (`sandbox/`). Its pid 1 is bwrap's own init; its pid 2 sleeps.
+At session create `bwrap` starts one long-lived sandbox (user, mount, PID, IPC, UTS namespaces, and
+network for an `offline` session): the host's system directories read-only, its own home, `/root`,
+`/tmp`, `/var/tmp` and working directory `/workspace`, kept host-side under the session's `sandbox/`.
+Processes join it through `nsenter` (`command_prefix`) rather than a bwrap each, which is much cheaper
+(docs/decisions.md). The service's own file calls run on worker threads that entered the sandbox's mount
+namespace, so every path resolves as it does inside and nothing can point them at the host.
 
-Processes join it instead of starting a bwrap each (measured in one run on a loaded 2-core machine: `true`
-20 ms, a bwrap running it 215 ms, nsenter + setsid running it 66 ms):
-`command_prefix` puts `nsenter` in front of a command line (into every namespace, the sandbox's root,
-then a fork into its PID namespace). The service's own file calls (read_file, listings, uploads, watches)
-run on worker threads that entered the sandbox's mount namespace (`unshare(CLONE_FS)` + `setns`), so
-every path, symlinks included, resolves as it does inside: nothing can point them at the host.
-
-`as_user` names a user of the sandbox (`kernel`, uid 1000, or `root`). Only one uid is mapped into an
-unprivileged user namespace, so `kernel` is a nested user namespace mapping 1000 to the sandbox's root:
-`id` says kernel, it has no capabilities, yet the files it writes belong to the sandbox's root outside.
-
-Deleting a session SIGKILLs the sandbox's pid 1, which ends every process in it, then removes `sandbox/`.
+`as_user` names a user of the sandbox (`kernel`, uid 1000, or `root`); `kernel` is a nested user
+namespace, as only one uid maps into an unprivileged one. Deleting a session SIGKILLs the sandbox's
+pid 1, which ends every process in it, then removes `sandbox/`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
-from typing import Protocol
 
 from bbrowse.tui.ansi_text import ANSI_ESCAPE
 
@@ -204,24 +203,6 @@ def line_matcher(query: str) -> Callable[[str], bool]:
         return needle in line.lower()
 
     return matches
-
-
-class LogViewSource(Protocol):
-    """What the pane scrolls through: entries at absolute positions `first_pos` .. `end_pos - 1`."""
-
-    @property
-    def first_pos(self) -> int: ...
-
-    @property
-    def end_pos(self) -> int: ...
-
-    def __len__(self) -> int: ...
-
-    def seq_at(self, pos: int) -> int: ...
-
-    def pos_at_or_after(self, seq: int) -> int: ...
-
-    def update(self) -> int: ...
 
 
 class AllLines:
