@@ -5,10 +5,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
+from bbrowse.client.bodies import body
 from bbrowse.client.decode import model
 from bbrowse.client.transport import Transport, segment
-from bbrowse.wire import ScreenshotRegion
-from bbrowse.wire.computer import ClickType, ClipboardContent, ComputerAction, DragButton, MouseButton, MousePosition
+from bbrowse.wire import ScreenshotRegion, ScreenshotRequest
+from bbrowse.wire.computer import (
+    BatchRequest,
+    ClickMouseRequest,
+    ClickType,
+    ClipboardContent,
+    ComputerAction,
+    DragButton,
+    DragMouseRequest,
+    MouseButton,
+    MousePosition,
+    MoveMouseRequest,
+    PressKeyRequest,
+    ScrollRequest,
+    SetCursorRequest,
+    TypeTextRequest,
+    WriteClipboardRequest,
+)
 
 
 class Computer:
@@ -22,14 +41,12 @@ class Computer:
 
         `BrowserUnavailable` when the session has no working browser.
         """
-        body: dict[str, Any] = {}
-        if region is not None:
-            if not isinstance(region, ScreenshotRegion):
-                x, y, width, height = region
-                region = ScreenshotRegion(x=x, y=y, width=width, height=height)
-            body["region"] = region.model_dump()
+        if region is not None and not isinstance(region, ScreenshotRegion):
+            x, y, width, height = region
+            region = ScreenshotRegion.model_construct(x=x, y=y, width=width, height=height)
         response = await self._t.request(
-            "POST", f"/browsers/{segment(id_or_name)}/computer/screenshot", json=body, idempotent=False,
+            "POST", f"/browsers/{segment(id_or_name)}/computer/screenshot",
+            json=body(ScreenshotRequest.model_construct(region=region)), idempotent=False,
         )
         return response.content
 
@@ -43,8 +60,8 @@ class Computer:
     def _route(self, id_or_name: str, action: str) -> str:
         return f"/browsers/{segment(id_or_name)}/computer/{action}"
 
-    async def _act(self, id_or_name: str, action: str, body: dict[str, Any]) -> None:
-        await self._t.request("POST", self._route(id_or_name, action), json=body, idempotent=False)
+    async def _act(self, id_or_name: str, action: str, request: BaseModel) -> None:
+        await self._t.request("POST", self._route(id_or_name, action), json=body(request), idempotent=False)
 
     async def click(
         self,
@@ -58,8 +75,8 @@ class Computer:
         hold_keys: Sequence[str] = (),
     ) -> None:
         """Click at (x, y): `num_clicks=2` double-clicks; `click_type` "down"/"up" presses or releases only."""
-        body = {"x": x, "y": y, "button": button, "num_clicks": num_clicks, "click_type": click_type}
-        await self._act(id_or_name, "click_mouse", _with_keys(body, hold_keys))
+        await self._act(id_or_name, "click_mouse", ClickMouseRequest.model_construct(
+            x=x, y=y, button=button, num_clicks=num_clicks, click_type=click_type, hold_keys=list(hold_keys)))
 
     async def move_mouse(
         self,
@@ -72,10 +89,8 @@ class Computer:
         hold_keys: Sequence[str] = (),
     ) -> None:
         """Move the pointer to (x, y): along a human-like curve (`smooth`, the API's default), or at once."""
-        body: dict[str, Any] = {"x": x, "y": y, "smooth": smooth}
-        if duration_ms is not None:
-            body["duration_ms"] = duration_ms
-        await self._act(id_or_name, "move_mouse", _with_keys(body, hold_keys))
+        await self._act(id_or_name, "move_mouse", MoveMouseRequest.model_construct(
+            x=x, y=y, smooth=smooth, duration_ms=duration_ms, hold_keys=list(hold_keys)))
 
     async def drag(
         self,
@@ -91,42 +106,42 @@ class Computer:
         hold_keys: Sequence[str] = (),
     ) -> None:
         """Press `button` at the first point, move through the others, release at the last."""
-        body: dict[str, Any] = {
-            "path": [[x, y] for x, y in path], "button": button, "smooth": smooth, "delay": delay_ms,
-            "steps_per_segment": steps_per_segment, "step_delay_ms": step_delay_ms,
-        }
-        if duration_ms is not None:
-            body["duration_ms"] = duration_ms
-        await self._act(id_or_name, "drag_mouse", _with_keys(body, hold_keys))
+        await self._act(id_or_name, "drag_mouse", DragMouseRequest.model_construct(
+            path=[[x, y] for x, y in path], button=button, smooth=smooth, delay=delay_ms,
+            steps_per_segment=steps_per_segment, step_delay_ms=step_delay_ms, duration_ms=duration_ms,
+            hold_keys=list(hold_keys)))
 
     async def scroll(
         self, id_or_name: str, x: int, y: int, delta_x: int = 0, delta_y: int = 0, *, hold_keys: Sequence[str] = (),
     ) -> None:
         """Turn the wheel at (x, y) by whole ticks: positive `delta_y` scrolls down, positive `delta_x` right."""
-        body = {"x": x, "y": y, "delta_x": delta_x, "delta_y": delta_y}
-        await self._act(id_or_name, "scroll", _with_keys(body, hold_keys))
+        await self._act(id_or_name, "scroll", ScrollRequest.model_construct(
+            x=x, y=y, delta_x=delta_x, delta_y=delta_y, hold_keys=list(hold_keys)))
 
     async def type_text(self, id_or_name: str, text: str, *, delay_ms: int = 0, smooth: bool = False) -> None:
         """Type `text` into whatever has focus ("\\n" presses Return), `delay_ms` between characters.
 
         `smooth` (human-like bursts and pauses) is always sent: Kernel's VM types smoothly when it is
         left out, 50-120 ms a key, which live typing cannot wait for."""
-        await self._act(id_or_name, "type", {"text": text, "delay": delay_ms, "smooth": smooth})
+        await self._act(id_or_name, "type", TypeTextRequest.model_construct(text=text, delay=delay_ms, smooth=smooth))
 
     async def press_key(
         self, id_or_name: str, keys: str | Sequence[str], *, duration_ms: int = 0, hold_keys: Sequence[str] = (),
     ) -> None:
         """Tap each key or combination in turn ("Ctrl+a", "Delete"); with `duration_ms`, hold them all that long."""
         names = [keys] if isinstance(keys, str) else list(keys)
-        await self._act(id_or_name, "press_key", _with_keys({"keys": names, "duration": duration_ms}, hold_keys))
+        await self._act(id_or_name, "press_key", PressKeyRequest.model_construct(
+            keys=names, duration=duration_ms, hold_keys=list(hold_keys)))
 
     async def batch(self, id_or_name: str, actions: Sequence[ComputerAction | dict[str, Any]]) -> None:
         """Run actions in order with nothing interleaving, e.g. `{"type": "click_mouse", "click_mouse": {...}}`.
 
         Every action is checked before the first runs; a failure stops the batch (the error names its index).
         """
-        body = [a.model_dump(exclude_none=True) if isinstance(a, ComputerAction) else a for a in actions]
-        await self._act(id_or_name, "batch", {"actions": body})
+        # Each action whole, defaults included, as given (not only the fields it was built with).
+        given: list[Any] = [a.model_dump(mode="json", exclude_none=True) if isinstance(a, ComputerAction) else a
+                            for a in actions]
+        await self._act(id_or_name, "batch", BatchRequest.model_construct(actions=given))
 
     async def mouse_position(self, id_or_name: str) -> tuple[int, int]:
         """Where the pointer is, in screenshot pixels."""
@@ -140,14 +155,10 @@ class Computer:
 
     async def write_clipboard(self, id_or_name: str, text: str) -> None:
         """Put `text` on the instance's clipboard (a paste in the browser then inserts it)."""
-        await self._t.request("POST", self._route(id_or_name, "clipboard/write"), json={"text": text},
-                              idempotent=True)
+        request = WriteClipboardRequest.model_construct(text=text)
+        await self._t.request("POST", self._route(id_or_name, "clipboard/write"), json=body(request), idempotent=True)
 
     async def set_cursor(self, id_or_name: str, *, hidden: bool) -> None:
-        await self._t.request("POST", self._route(id_or_name, "cursor"), json={"hidden": hidden}, idempotent=True)
+        request = SetCursorRequest.model_construct(hidden=hidden)
+        await self._t.request("POST", self._route(id_or_name, "cursor"), json=body(request), idempotent=True)
 
-
-def _with_keys(body: dict[str, Any], hold_keys: Sequence[str]) -> dict[str, Any]:
-    if hold_keys:
-        body["hold_keys"] = list(hold_keys)
-    return body

@@ -10,15 +10,27 @@ import secrets
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from bbrowse.client.bodies import body, given
 from bbrowse.client.decode import model, model_list, validate
 from bbrowse.client.errors import ClientError
 from bbrowse.client.sse import iter_sse_json
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, iter_body, segment
 from bbrowse.wire import FileInfo
-from bbrowse.wire.fs import FileSystemEvent, WatchStartResult
+from bbrowse.wire.fs import (
+    UPLOAD_DEST_FIELD,
+    UPLOAD_FILE_FIELD,
+    ZIP_DEST_FIELD,
+    ZIP_FILE_FIELD,
+    CreateDirectoryRequest,
+    DeletePathRequest,
+    FileSystemEvent,
+    MovePathRequest,
+    SetFilePermissionsRequest,
+    WatchStartRequest,
+    WatchStartResult,
+)
 
 CHUNK_BYTES = 64 * 1024
 
@@ -92,12 +104,12 @@ class Files:
         params = {"path": path}
         if mode is not None:
             params["mode"] = mode
-        body, length = _source(content, progress)
+        source, length = _source(content, progress)
         headers = {"Content-Type": "application/octet-stream"}
         if length is not None:
             headers["Content-Length"] = str(length)
-        await self._t.request("PUT", self._route(id_or_name, "write_file"), params=params, content=body,
-                              headers=headers, idempotent=isinstance(body, bytes), ok=(200, 201),
+        await self._t.request("PUT", self._route(id_or_name, "write_file"), params=params, content=source,
+                              headers=headers, idempotent=isinstance(source, bytes), ok=(200, 201),
                               timeout=self._t.stream_timeout)
 
     async def upload(
@@ -112,10 +124,10 @@ class Files:
         All of them are put in place, or (on any error) none."""
         parts: list[_FormPart] = []
         for index, (_content, dest) in enumerate(files):
-            parts.append(_FormPart(f"files[{index}][dest_path]", None, dest.encode()))
+            parts.append(_FormPart(UPLOAD_DEST_FIELD.format(index=index), None, dest.encode()))
         shared = _Counter(progress)
         for index, (content, _dest) in enumerate(files):
-            parts.append(_FormPart(f"files[{index}][file]", _filename(content, index), content, shared))
+            parts.append(_FormPart(UPLOAD_FILE_FIELD.format(index=index), _filename(content, index), content, shared))
         await self._multipart(id_or_name, "upload", parts)
 
     async def upload_zip(
@@ -128,8 +140,8 @@ class Files:
     ) -> None:
         """Extract a zip archive (bytes or a local .zip) into `dest_path`, made if missing. An archive with
         an entry escaping the destination is refused whole (`BadRequest`), nothing extracted."""
-        parts = [_FormPart("dest_path", None, dest_path.encode()),
-                 _FormPart("zip_file", _filename(archive, 0, ".zip"), archive, _Counter(progress))]
+        parts = [_FormPart(ZIP_DEST_FIELD, None, dest_path.encode()),
+                 _FormPart(ZIP_FILE_FIELD, _filename(archive, 0, ".zip"), archive, _Counter(progress))]
         await self._multipart(id_or_name, "upload_zip", parts)
 
     async def _multipart(self, id_or_name: str, op: str, parts: list[_FormPart]) -> None:
@@ -141,38 +153,35 @@ class Files:
 
     async def create_directory(self, id_or_name: str, path: str, *, mode: str | None = None) -> None:
         """`mkdir -p path` (default mode 755); an existing directory is fine, a file in the way is `Conflict`."""
-        body = {"path": path} if mode is None else {"path": path, "mode": mode}
-        await self._t.request("PUT", self._route(id_or_name, "create_directory"), json=body, idempotent=True,
-                              ok=(200, 201))
+        request = CreateDirectoryRequest.model_construct(path=path, mode=mode)
+        await self._t.request("PUT", self._route(id_or_name, "create_directory"), json=body(request),
+                              idempotent=True, ok=(200, 201))
 
     async def delete_file(self, id_or_name: str, path: str) -> None:
         """Remove a file (a symlink itself); a directory is `BadRequest` (use `delete_directory`)."""
-        await self._t.request("PUT", self._route(id_or_name, "delete_file"), json={"path": path}, idempotent=False)
+        request = DeletePathRequest.model_construct(path=path)
+        await self._t.request("PUT", self._route(id_or_name, "delete_file"), json=body(request), idempotent=False)
 
     async def delete_directory(self, id_or_name: str, path: str) -> None:
         """Remove a directory and everything in it."""
-        await self._t.request("PUT", self._route(id_or_name, "delete_directory"), json={"path": path},
+        request = DeletePathRequest.model_construct(path=path)
+        await self._t.request("PUT", self._route(id_or_name, "delete_directory"), json=body(request),
                               idempotent=False, timeout=self._t.stream_timeout)
 
     async def move(self, id_or_name: str, src_path: str, dest_path: str, *, overwrite: bool = False) -> None:
         """Rename or move; an existing `dest_path` is `Conflict` unless `overwrite` (a bbrowse serve extension,
         sent only when true)."""
-        body: dict[str, Any] = {"src_path": src_path, "dest_path": dest_path}
-        if overwrite:
-            body["overwrite"] = True
-        await self._t.request("PUT", self._route(id_or_name, "move"), json=body, idempotent=False,
+        request = given(MovePathRequest, src_path=src_path, dest_path=dest_path, overwrite=overwrite or None)
+        await self._t.request("PUT", self._route(id_or_name, "move"), json=body(request), idempotent=False,
                               timeout=self._t.stream_timeout)
 
     async def set_file_permissions(
         self, id_or_name: str, path: str, mode: str, *, owner: str | None = None, group: str | None = None,
     ) -> None:
         """chmod to the octal `mode` ("755"); chown to `owner` / `group` (names or ids) when given."""
-        body = {"path": path, "mode": mode}
-        if owner is not None:
-            body["owner"] = owner
-        if group is not None:
-            body["group"] = group
-        await self._t.request("PUT", self._route(id_or_name, "set_file_permissions"), json=body, idempotent=True)
+        request = SetFilePermissionsRequest.model_construct(path=path, mode=mode, owner=owner, group=group)
+        await self._t.request("PUT", self._route(id_or_name, "set_file_permissions"), json=body(request),
+                              idempotent=True)
 
     def download_dir_zip(self, id_or_name: str, path: str, *, chunk_size: int | None = CHUNK_BYTES) -> Stream[bytes]:
         """A zip of the directory (recursively; symlinks kept as links), in chunks as the service makes it."""
@@ -213,7 +222,8 @@ class Files:
     async def start_watch(self, id_or_name: str, path: str, *, recursive: bool = False) -> str:
         """Start watching a directory; the watch id for `watch_events` and `stop_watch`."""
         response = await self._t.request("POST", self._route(id_or_name, "watch"),
-                                         json={"path": path, "recursive": recursive}, idempotent=False, ok=(200, 201))
+                                         json=body(WatchStartRequest.model_construct(path=path, recursive=recursive)),
+                                         idempotent=False, ok=(200, 201))
         return model(WatchStartResult, response, f"watch {path}").watch_id
 
     def watch_events(self, id_or_name: str, watch_id: str) -> Stream[FileSystemEvent]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator
-from typing import Any
 
+from bbrowse.client.bodies import body
 from bbrowse.client.decode import model, model_list
 from bbrowse.client.errors import RequestTimeout
 from bbrowse.client.retry import parse_retry_after
 from bbrowse.client.streams import Stream, opened
 from bbrowse.client.transport import Transport, iter_body, segment
-from bbrowse.wire import Replay
+from bbrowse.wire import Replay, ReplayStartRequest
 
 #: How long `download` waits in total for a recording that is still being finalised (202).
 DOWNLOAD_WAIT_SECONDS = 60.0
@@ -35,12 +35,10 @@ class Replays:
         self, id_or_name: str, *, framerate: int | None = None, max_duration_in_seconds: int | None = None,
     ) -> Replay:
         """Start recording (201); `Conflict` when one is already running. Never re-sent."""
-        body: dict[str, Any] = {}
-        if framerate is not None:
-            body["framerate"] = framerate
-        if max_duration_in_seconds is not None:
-            body["max_duration_in_seconds"] = max_duration_in_seconds
-        response = await self._t.request("POST", self._path(id_or_name), json=body, idempotent=False, ok=(200, 201))
+        request = ReplayStartRequest.model_construct(framerate=framerate,
+                                                     max_duration_in_seconds=max_duration_in_seconds)
+        response = await self._t.request("POST", self._path(id_or_name), json=body(request), idempotent=False,
+                                         ok=(200, 201))
         return model(Replay, response, "start replay")
 
     async def stop(self, id_or_name: str, replay_id: str) -> None:

@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bbrowse.client.bodies import body, given
 from bbrowse.client.decode import model, model_list
 from bbrowse.client.transport import Transport, segment
-from bbrowse.wire import LIST_LIMIT_DEFAULT, Browser, BrowserViewport, SessionStatusFilter
+from bbrowse.wire import LIST_LIMIT_DEFAULT, Browser, BrowserCreateRequest, BrowserViewport, SessionStatusFilter
 
 
 @dataclass(frozen=True)
@@ -78,16 +79,14 @@ class Sessions:
         stealth: bool | None = None,
     ) -> Browser:
         """Create a session (never re-sent: a retry could create two). Unset fields take the service's defaults."""
-        body: dict[str, Any] = {}
-        for key, value in (("name", name), ("headless", headless), ("start_url", start_url),
-                           ("timeout_seconds", timeout_seconds), ("tags", dict(tags) if tags else tags),
-                           ("stealth", stealth)):
-            if value is not None:
-                body[key] = value
-        if viewport is not None:
-            body["viewport"] = (viewport.model_dump(exclude_none=True) if isinstance(viewport, BrowserViewport)
-                                else dict(viewport))
-        response = await self._t.request("POST", "/browsers", json=body, idempotent=False)
+        if viewport is not None and not isinstance(viewport, BrowserViewport):
+            viewport = given(BrowserViewport, **viewport)
+        request = given(
+            BrowserCreateRequest,
+            name=name, headless=headless, start_url=start_url, timeout_seconds=timeout_seconds, viewport=viewport,
+            tags=dict(tags) if tags is not None else None, stealth=stealth,
+        )
+        response = await self._t.request("POST", "/browsers", json=body(request), idempotent=False)
         return self._learned(model(Browser, response, "create session"))
 
     async def get(self, id_or_name: str) -> Browser:

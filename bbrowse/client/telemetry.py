@@ -15,13 +15,14 @@ from typing import Any
 
 import httpx
 
+from bbrowse.client.bodies import body
 from bbrowse.client.decode import json_body, validate
 from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolError, ServerError, snippet
 from bbrowse.client.sse import check_event_stream
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
 from bbrowse.wire import Browser
-from bbrowse.wire.telemetry import TelemetryEnvelope, TelemetryRequest
+from bbrowse.wire.telemetry import BrowserUpdateRequest, TelemetryEnvelope, TelemetryRequest
 
 #: Waits between reconnects of `follow` (then the last one, repeated).
 RECONNECT_DELAYS = (0.05, 0.2, 0.5, 1.0, 2.0)
@@ -45,8 +46,9 @@ class Telemetry:
 
     async def configure(self, id_or_name: str, request: TelemetryRequest) -> Browser:
         """`PATCH /browsers/{id}` with new telemetry settings; the updated Browser."""
-        body = {"telemetry": request.model_dump(exclude_none=True)}
-        response = await self._t.request("PATCH", f"/browsers/{segment(id_or_name)}", json=body, idempotent=True)
+        update = BrowserUpdateRequest.model_construct(telemetry=request)
+        response = await self._t.request("PATCH", f"/browsers/{segment(id_or_name)}", json=body(update),
+                                         idempotent=True)
         return validate(Browser, json_body(response, "update browser"), "update browser")
 
     async def events(

@@ -30,6 +30,8 @@ from bbrowse.service.state import ActiveSession, State, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire.fs import (
     OCTAL_MODE_PATTERN,
+    UPLOAD_DEST_FIELD,
+    UPLOAD_FILE_FIELD,
     ZIP_DEST_FIELD,
     ZIP_FILE_FIELD,
     CreateDirectoryRequest,
@@ -143,7 +145,7 @@ async def upload(session: ActiveSession, request: Request) -> Response:
         with session.in_use():
             while (part := await reader.next_part()) is not None:
                 index, kind = _upload_field(part.name)
-                field = f"files[{index}][{kind}]"
+                field = (UPLOAD_DEST_FIELD if kind == "dest_path" else UPLOAD_FILE_FIELD).format(index=index)
                 if kind == "dest_path":
                     dest = require_absolute((await reader.text(field)).strip(), field)
                     if index in dests:
@@ -153,7 +155,7 @@ async def upload(session: ActiveSession, request: Request) -> Response:
                 if index in staged or index in spooled:
                     raise field_error(field, "given twice")
                 if index in dests:
-                    target = await fs_write.stage(dests[index], None, f"files[{index}][dest_path]")
+                    target = await fs_write.stage(dests[index], None, UPLOAD_DEST_FIELD.format(index=index))
                     staged[index] = target
                 else:
                     with on_host():  # the spool is the service's, not the session's
@@ -162,13 +164,13 @@ async def upload(session: ActiveSession, request: Request) -> Response:
                 await fs_write.write_chunks(target, reader.body())
             for index in sorted(set(dests) | set(staged) | set(spooled)):
                 if index not in dests:
-                    raise field_error(f"files[{index}][dest_path]", "missing: where should this file go?")
+                    raise field_error(UPLOAD_DEST_FIELD.format(index=index), "missing: where should this file go?")
                 if index not in staged and index not in spooled:
-                    raise field_error(f"files[{index}][file]", "missing: the file's bytes were not sent")
+                    raise field_error(UPLOAD_FILE_FIELD.format(index=index), "missing: the file's bytes were not sent")
             if not dests:
                 raise field_error("files", "no file was given")
             for index, spool_file in list(spooled.items()):
-                staged[index] = await _respool(spool_file, dests[index], f"files[{index}][dest_path]")
+                staged[index] = await _respool(spool_file, dests[index], UPLOAD_DEST_FIELD.format(index=index))
                 del spooled[index]
             for index in sorted(staged):
                 await run_blocking(staged[index].commit)
