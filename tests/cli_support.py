@@ -3,12 +3,15 @@
 `bb()` runs `python -m bbrowse ...` against the session's real service through KERNEL_BASE_URL /
 KERNEL_API_KEY (the remote path), with its own state and config dirs so nothing touches the user's.
 `PtyProcess` runs a command on a fresh pseudo-terminal that is its controlling terminal, so raw mode,
-window sizes and SIGWINCH are the real thing.
+window sizes and SIGWINCH are the real thing. `bb_here()` runs a command in this process (same result as
+`bb()`, no interpreter start): for tests whose subject is the command's code, not the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import os
 import re
 import select
@@ -16,8 +19,10 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 BBROWSE = [sys.executable, "-m", "bbrowse"]
@@ -39,6 +44,56 @@ def bb(service, *args: str, input: bytes | None = None, cwd: Path | None = None,
     """Run `bbrowse ARGS...`; stdout and stderr captured as bytes."""
     return subprocess.run([*BBROWSE, *args], input=input if input is not None else b"", capture_output=True,
                           env=env or cli_env(service), cwd=cwd, timeout=timeout)
+
+
+def bb_here(service, *args: str, input: bytes = b"", env: dict | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`bb()` in this process: `bbrowse.cli.main` with the same environment, stdin, stdout and stderr on real
+    files (commands write to descriptors and ask `isatty`), and the exit status it ends with."""
+    from bbrowse.cli import main
+
+    with _environment(env or cli_env(service)), _std_files(input) as (stdout, stderr):
+        try:
+            main.main([*args], prog_name="bbrowse")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        out, err = _read_back(stdout), _read_back(stderr)
+    return subprocess.CompletedProcess(["bbrowse", *args], code, out, err)
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _std_files(input: bytes) -> Iterator[tuple[io.BufferedRandom, io.BufferedRandom]]:
+    files = [tempfile.TemporaryFile() for _ in range(3)]
+    files[0].write(input)
+    files[0].seek(0)
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = (io.TextIOWrapper(f, encoding="utf-8", write_through=True) for f in files)
+    try:
+        yield files[1], files[2]
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        for f in files:
+            f.close()
+
+
+def _read_back(file: io.BufferedRandom) -> bytes:
+    file.flush()
+    file.seek(0)
+    return file.read()
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[bytes], code: str, status: int | None = None,

@@ -8,7 +8,6 @@ import os
 import secrets
 import shlex
 import subprocess
-import time
 
 import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
@@ -225,34 +224,7 @@ def test_logs_supervisor_and_errors(service, session_id):
     assert_one_line_error(bb(service, "logs", session_id, "--path", "/x", "--supervisor", "y"), "usage", exit_code=2)
 
 
-# errors and help -------------------------------------------------------------------
-
-
-def test_unknown_session_is_one_line_not_found_everywhere(service):
-    for args in (["exec", "nope-session", "--", "true"], ["cat", "nope-session", "/etc/hostname"],
-                 ["ls", "nope-session", "/"], ["logs", "nope-session", "--supervisor", "bbrowse"],
-                 ["screenshot", "nope-session"], ["replays", "nope-session"], ["rm", "nope-session"]):
-        line = assert_one_line_error(bb(service, *args), "not_found", 404)
-        assert "nope-session" in line, args
-
-
-def test_unreachable_service_is_one_line(service):
-    env = cli_env(service, KERNEL_BASE_URL="http://127.0.0.1:9")
-    started = time.monotonic()
-    assert_one_line_error(bb(service, "sessions", env=env), "connection_failed")
-    assert time.monotonic() - started < 60
-
-
-def test_wrong_token_is_one_line_unauthorized(service):
-    assert_one_line_error(bb(service, "sessions", env=cli_env(service, KERNEL_API_KEY="nope")), "unauthorized", 401)
-
-
-def test_every_command_has_help_with_examples(service):
-    for command in ("sessions", "new", "rm", "info", "shell", "exec", "logs", "cat", "ls", "screenshot", "replays",
-                    "serve"):
-        result = bb(service, command, "--help")
-        assert result.returncode == 0, (command, result.stderr)
-        assert b"Examples:" in result.stdout, command
+# help, and one-line errors for every command: tests/test_inproc_cli.py (in-process, from the registry) ------
 
 
 def test_cat_shows_a_progress_bar_only_on_a_terminal(service, session_id, area, tmp_path):
