@@ -124,15 +124,16 @@ class LogView(ScrollView, can_focus=True):
         Binding("end,G", "follow", "Follow", id="logs.follow"),
         Binding("n", "next_match(1)", "Next match", id="logs.next_match", show=False),
         Binding("N", "next_match(-1)", "Previous match", id="logs.previous_match", show=False),
-        Binding("w", "toggle_wrap", "Wrap", id="logs.wrap", show=False),
-        Binding("t", "toggle_timestamps", "Timestamps", id="logs.timestamps", show=False),
-        Binding("j", "toggle_json", "Pretty JSON", id="logs.json", show=False),
         Binding("c", "copy", "Copy line", id="logs.copy", show=False),
         Binding("enter", "mark", "Cursor", show=False),
         Binding("escape", "clear", "Clear", show=False),
     ]
 
     following: reactive[bool] = reactive(True, init=False, repaint=False)
+    #: View options, bound to the panel's (`LogPanel.wrap`...): set there, they lay the lines out again here.
+    wrap: reactive[bool] = reactive(False, init=False, repaint=False)
+    show_timestamps: reactive[bool] = reactive(False, init=False, repaint=False)
+    pretty: reactive[bool] = reactive(False, init=False, repaint=False)
 
     @dataclass
     class Changed(Message):
@@ -150,9 +151,6 @@ class LogView(ScrollView, can_focus=True):
         self._view: AllLines | MatchIndex = AllLines(self.buffer)
         self._rows: RowMap | None = None  # None: one row per entry
         self.search: MatchIndex | None = None
-        self.wrap = False
-        self.show_timestamps = False
-        self.pretty = False
         #: seq of the highlighted line (search hit, click, enter), or None.
         self.cursor: int | None = None
         #: Entries that arrived while following was paused.
@@ -491,18 +489,15 @@ class LogView(ScrollView, can_focus=True):
 
     # options --------------------------------------------------------------
 
-    def action_toggle_wrap(self) -> None:
-        self.wrap = not self.wrap
+    def watch_wrap(self) -> None:
         self.scroll_to(x=0, animate=False)
         self._relayout()
 
-    def action_toggle_timestamps(self) -> None:
-        self.show_timestamps = not self.show_timestamps
-        self._max_width += TIMESTAMP_WIDTH if self.show_timestamps else -TIMESTAMP_WIDTH
+    def watch_show_timestamps(self, shown: bool) -> None:
+        self._max_width += TIMESTAMP_WIDTH if shown else -TIMESTAMP_WIDTH
         self._relayout()
 
-    def action_toggle_json(self) -> None:
-        self.pretty = not self.pretty
+    def watch_pretty(self) -> None:
         self._relayout()
 
     # search and filter ---------------------------------------------------------
@@ -763,8 +758,9 @@ class LogView(ScrollView, can_focus=True):
 class LogStatus(Widget):
     """One line under a log: source, counts, follow and connection state, options, search and filter.
 
-    Updated up to FRAMES_PER_SECOND times a second, so it only repaints (a `Static.update` would
-    lay the whole screen out again each time).
+    The options (wrap, time, json) are reactives bound to the panel's; the rest is set by the panel up to
+    FRAMES_PER_SECOND times a second, so it only repaints (a `Static.update` would lay the whole screen out
+    again each time).
     """
 
     COMPONENT_CLASSES = {"logstatus--paused", "logstatus--live", "logstatus--problem"}
@@ -777,29 +773,45 @@ class LogStatus(Widget):
     }
     """
 
+    wrap: reactive[bool] = reactive(False)
+    show_timestamps: reactive[bool] = reactive(False)
+    pretty: reactive[bool] = reactive(False)
+
     def __init__(self) -> None:
         super().__init__()
-        self._text = Text()
+        self._head = Text()
+        self._tail = Text()
+
+    def _whole(self) -> Text:
+        options = [name for name, enabled in (("wrap", self.wrap), ("time (~ when read)", self.show_timestamps),
+                                              ("json", self.pretty)) if enabled]
+        text = self._head.copy()
+        for part in (Text("+".join(options)) if options else None, self._tail):
+            if part:
+                text.append(" │ ")
+                text.append_text(part)
+        return text
 
     @property
     def text(self) -> str:
         """The whole status, as plain text (what `render` cuts to the width)."""
-        return self._text.plain
+        return self._whole().plain
 
     def render(self) -> Text:
+        text = self._whole()
         width = self.content_region.width
-        if width and self._text.cell_len > width:  # Textual draws a Text cut, without its overflow's "…"
-            text = self._text.copy()
+        if width and text.cell_len > width:  # Textual draws a Text cut, without its overflow's "…"
             text.truncate(width, overflow="ellipsis")
-            return text
-        return self._text
+        return text
 
     def on_resize(self) -> None:
         self.refresh()
 
-    def set_text(self, text: Text) -> None:
-        if text.plain != self._text.plain or text.spans != self._text.spans:
-            self._text = text
+    def set_parts(self, head: Text, tail: Text) -> None:
+        """What comes before the options (source, counts, follow state) and after them (the connection)."""
+        if (head.plain, head.spans, tail.plain, tail.spans) != (self._head.plain, self._head.spans,
+                                                                 self._tail.plain, self._tail.spans):
+            self._head, self._tail = head, tail
             self.refresh()
 
 
@@ -825,8 +837,16 @@ class LogPanel(Vertical):
         Binding("slash", "prompt('search')", "Search", id="logs.search"),
         Binding("f", "prompt('filter')", "Filter", id="logs.filter"),
         Binding("ctrl+s", "save", "Save", id="logs.save"),
+        Binding("w", "toggle_wrap", "Wrap", id="logs.wrap", show=False),
+        Binding("t", "toggle_timestamps", "Timestamps", id="logs.timestamps", show=False),
+        Binding("j", "toggle_json", "Pretty JSON", id="logs.json", show=False),
         Binding("escape", "close_prompt", "Close prompt", show=False),
     ]
+
+    #: View options: the lines (`LogView`) and the status line (`LogStatus`) are bound to them (`data_bind`).
+    wrap: reactive[bool] = reactive(False)
+    show_timestamps: reactive[bool] = reactive(False)
+    pretty: reactive[bool] = reactive(False)
 
     #: The stream's state as shown in the status line ("● live", "reconnecting in 2 s (...)"); "" for none.
     connection: reactive[str] = reactive("", init=False)
@@ -850,11 +870,12 @@ class LogPanel(Vertical):
         self._status_pending = False
 
     def compose(self) -> ComposeResult:
-        yield LogView(self.capacity)
+        options = (LogPanel.wrap, LogPanel.show_timestamps, LogPanel.pretty)
+        yield LogView(self.capacity).data_bind(*options)
         with Horizontal(id="log-prompt-row"):
             yield Label("search", id="log-prompt-label")
             yield Input(id="log-prompt", select_on_focus=False)
-        yield LogStatus()
+        yield LogStatus().data_bind(*options)
 
     @property
     def view(self) -> LogView:
@@ -906,19 +927,22 @@ class LogPanel(Vertical):
             count = view.new_while_paused
             new = f" · {count:,} new line{'s' if count != 1 else ''}" if count else ""
             parts.append((f"⏸ paused — G or End to follow{new}", paused))
-        options = [name for name, enabled in (("wrap", view.wrap), ("time (~ when read)", view.show_timestamps),
-                                              ("json", view.pretty)) if enabled]
-        if options:
-            parts.append(("+".join(options), ""))
-        if self.connection:
-            healthy = self.connection.startswith("●")
-            parts.append((self.connection, live if healthy else problem))
-        text = Text(no_wrap=True, overflow="ellipsis")
+        head = Text(no_wrap=True, overflow="ellipsis")
         for index, (part, style) in enumerate(parts):
             if index:
-                text.append(" │ ")
-            text.append(part, style)
-        status.set_text(text)
+                head.append(" │ ")
+            head.append(part, style)
+        healthy = self.connection.startswith("●")
+        status.set_parts(head, Text(self.connection, live if healthy else problem))
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+
+    def action_toggle_timestamps(self) -> None:
+        self.show_timestamps = not self.show_timestamps
+
+    def action_toggle_json(self) -> None:
+        self.pretty = not self.pretty
 
     # prompt -------------------------------------------------------------------
 
