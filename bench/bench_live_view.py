@@ -137,6 +137,8 @@ async def sustained(pilot, pane: ScreenshotPane, seconds: float, stages: StageTi
     start_frames, started = pane.frames, time.monotonic()
     cpu, wire = time.process_time(), pane.wire_frames
     last = pane.frames
+    if not target:  # a still page: the app's own CPU, without this loop's looking
+        await asyncio.sleep(seconds)
     while time.monotonic() - started < seconds:
         await pilot.pause(0.02)
         if pane.frames != last and pane.capture_seconds is not None and pane.source == "polling":
@@ -307,6 +309,11 @@ async def run(service, http: httpx.AsyncClient, headless: bool, seconds: float, 
         app = make_app(service)
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), 30)
+            await probe.open(write_page(pages))
+            cpu, started = time.process_time(), time.monotonic()
+            await asyncio.sleep(seconds / 2)
+            print(f"  the app without a live view (the still page's baseline): "
+                  f"{(time.process_time() - cpu) / (time.monotonic() - started) * 100:.1f} % of a core")
             for screencast in (True, False):
                 await probe.open(write_page(pages))
                 pane = await open_pane(pilot, app, sid, screencast=screencast)

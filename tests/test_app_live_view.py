@@ -9,8 +9,10 @@ from the half-cell canvas's own lines.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import io
+import zlib
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from urllib.parse import urlsplit
@@ -21,6 +23,7 @@ from app_support import PaneScreen, make_app, wait_for
 from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, write_page
 from browser_support import browser_session, needs_chromium
 from PIL import Image as PILImage
+from textual.app import App, ComposeResult
 from textual.events import MouseScrollDown
 from textual.widgets import Footer, Tabs
 
@@ -31,6 +34,8 @@ from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.halfcell import CURSOR_CHAR, Geometry, HalfcellCanvas
+from bbrowse.tui.widgets.image_view import ImageView
+from bbrowse.tui.widgets.kitty import PLACEHOLDER, KittyCanvas
 
 # pieces without a service ---------------------------------------------------------------
 
@@ -64,6 +69,48 @@ def test_keys_become_typed_text_or_x11_key_names() -> None:
     assert translate_key("f5", None) == PressKey("F5")
     assert translate_key("pagedown", None) == PressKey("Page_Down")
     assert translate_key("ctrl+nosuchkey", None) is None
+
+
+def payload_pixels(sent: str) -> tuple[int, int, bytes]:
+    """Width, height and raw RGB pixels of the image transmitted by kitty graphics escape sequences."""
+    commands = [part.split(";", 1) for part in sent.split("\x1b_G")[1:]]
+    first = dict(item.split("=") for item in commands[0][0].split(","))
+    data = "".join(body.removesuffix("\x1b\\") for control, body in (c for c in commands if len(c) == 2))
+    return int(first["s"]), int(first["v"]), zlib.decompress(base64.b64decode(data))
+
+
+async def test_kitty_frames_replace_one_image_and_an_unchanged_frame_sends_nothing() -> None:
+    sent: list[str] = []
+
+    class KittyApp(App):
+        def compose(self) -> ComposeResult:
+            yield KittyCanvas(write=sent.append)
+
+    assert isinstance(ImageView(rendering="tgp")._inline, KittyCanvas)  # kitty terminals get this canvas
+    app = KittyApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        canvas = app.query_one(KittyCanvas)
+        red = PILImage.new("RGB", (160, 100), (255, 0, 0))
+        canvas.show(red, size=(1280, 800))  # a scaled-down frame standing for the page
+        await pilot.pause()
+        assert len(sent) == 1 and f"i={canvas.image_id}," in sent[0] and "a=p,U=1" in sent[0]
+        width, height, pixels = payload_pixels(sent[0])
+        assert len(pixels) == width * height * 3 and pixels[:3] == b"\xff\x00\x00"
+        assert (canvas.geometry.image_width, canvas.geometry.image_height) == (1280, 800)  # clicks map to the page
+        cells = [canvas.render_line(y) for y in range(24)]
+        placeholder_row = "".join(segment.text for segment in cells[canvas.geometry.y])
+        assert PLACEHOLDER in placeholder_row
+        colour = next(segment.style.color.triplet for segment in cells[canvas.geometry.y] if segment.style)
+        assert (colour.red << 16 | colour.green << 8 | colour.blue) == canvas.image_id  # the cells name the image
+
+        canvas.show(red.copy(), size=(1280, 800))  # the same pixels again: nothing goes to the terminal
+        canvas.show(PILImage.new("RGB", (160, 100), (0, 255, 0)), size=(1280, 800))  # a new frame: same id
+        await pilot.pause()
+        assert len(sent) == 2 and f"i={canvas.image_id}," in sent[1]
+        assert payload_pixels(sent[1])[2][:3] == b"\x00\xff\x00"
+        assert [canvas.render_line(y) for y in range(24)] == cells  # no cell changes: Textual repaints nothing
+        await canvas.remove()
+        assert sent[-1] == f"\x1b_Ga=d,d=I,i={canvas.image_id},q=2\x1b\\"  # the image and its data freed
 
 
 # the live view against Chromium -----------------------------------------------------------

@@ -68,6 +68,8 @@ SCREENCAST_QUALITY = 80
 MOUSE_EVERY_SECONDS = 0.25
 #: A frame this large (JPEG bytes) is decoded off the event loop; smaller ones cost less than the hop.
 DECODE_IN_THREAD_BYTES = 64 * 1024
+#: While frames come, the status line (frames per second) is redrawn at most this often.
+STATUS_EVERY_SECONDS = 0.5
 #: How long a worker waits for its frame to be drawn before looking again (the app suspended or closing).
 DRAWN_TIMEOUT_SECONDS = 5.0
 
@@ -246,6 +248,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.remote: RemoteInput | None = None
         self._cast: Screencast | None = None
         self._wire_frames_before = 0
+        self._status_at = 0.0
+        self._status_due = False
         self._last_failure: BaseException | None = None
         self._shown_once = False
         self._status = Static("", id="shot-status", markup=False)
@@ -470,10 +474,15 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self.call_after_refresh(self._frame_drawn, message.drawn)
 
     def _frame_drawn(self, drawn: asyncio.Event) -> None:
+        now = time.monotonic()
         self.frames += 1
-        self.frame_times.append(time.monotonic())
+        self.frame_times.append(now)
         drawn.set()
-        self._update_status()
+        if now - self._status_at >= STATUS_EVERY_SECONDS or not self.live:
+            self._update_status()  # a new status line lays the screen out again: not 30 times a second
+        elif not self._status_due:
+            self._status_due = True  # the last frame of a burst is counted too, a little later
+            self.set_timer(STATUS_EVERY_SECONDS, self._update_status)
 
     @on(CaptureFailed)
     def _capture_failed(self, message: CaptureFailed) -> None:
@@ -486,6 +495,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     @on(LiveSource)
     def _live_source(self, message: LiveSource) -> None:
+        if not self.live:
+            return  # posted just before the live view was stopped
         self.source, self.polling_reason = message.source, message.reason
         self._update_status()
 
@@ -522,7 +533,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.add_class("-has-image")
         self.view.origin = (self.capture_region.x, self.capture_region.y) if self.capture_region else (0, 0)
         self.view.show(image, self._local_mouse(), size)
-        self._update_status()
+        if not self.live:
+            self._update_status()  # while live, `_frame_drawn` does (at most a few times a second)
 
     def _local_mouse(self) -> tuple[int, int] | None:
         """The browser's mouse in pixels of the picture (the region moves the origin), None when outside."""
@@ -705,6 +717,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.call_after_refresh(self._update_status)  # cut to the new width
 
     def _update_status(self) -> None:
+        self._status_at, self._status_due = time.monotonic(), False
         status = Text()
         if self.live:
             status.append("● live", style="bold red")

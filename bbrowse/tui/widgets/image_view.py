@@ -8,7 +8,8 @@ probe safe on a terminal of no size): the app must import it (or anything that i
 
 `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty), `sixel`, `halfcell`
 or `unicode`. Tests force `halfcell`, which draws with coloured half blocks and works everywhere
-(with bbrowse's own canvas, fast enough for the live view: see `halfcell.py`).
+(with bbrowse's own canvas, fast enough for the live view: see `halfcell.py`). Kitty graphics are drawn
+by bbrowse's own canvas too (`kitty.py`: one image id, pixels sent only when they change).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bbrowse.tui.widgets.halfcell import Geometry, HalfcellCanvas, cell_size
 
 # Imported at module import on purpose: textual-image detects the terminal's graphics support now.
 from bbrowse.tui.widgets.image_widgets import image_widgets
+from bbrowse.tui.widgets.kitty import KittyCanvas
 
 _RENDERINGS: dict[Rendering, type[Widget]] = {
     "auto": image_widgets.Image,
@@ -90,8 +92,9 @@ class ImageView(Widget):
 
     With `interact` (the screenshot pane), keys and the mouse over the picture go to a `RemoteInput`.
     Half-cell rendering uses bbrowse's own `HalfcellCanvas` (fast enough for the live view, and it
-    marks the remote mouse with a cell); kitty, sixel and unicode use textual-image, with the mark
-    drawn into the picture. `pixel_at` maps a position in the view back to a pixel of the image.
+    marks the remote mouse with a cell), kitty graphics its `KittyCanvas`; sixel and unicode use
+    textual-image, with the mark drawn into the picture. `pixel_at` maps a position in the view back to a
+    pixel of the image.
     """
 
     BINDINGS = [
@@ -105,6 +108,7 @@ class ImageView(Widget):
     ImageView Center { height: auto; width: 1fr; }
     ImageView .inline-image { width: auto; height: auto; }
     ImageView HalfcellCanvas.inline-image { width: 1fr; height: 1fr; }
+    ImageView KittyCanvas.inline-image { width: 1fr; height: 1fr; }
     """
 
     class LeaveInteract(Message):
@@ -128,8 +132,13 @@ class ImageView(Widget):
         #: Added to a pixel of the picture to get the screen's pixel (the capture region's corner).
         self.origin: tuple[int, int] = (0, 0)
         self._pressed: str | None = None
-        self._inline: Widget = HalfcellCanvas(classes="inline-image") if self.fast else \
-            self._image_class(classes="inline-image")  # no image yet: `show` sets it
+        self._inline: Widget
+        if self.fast:
+            self._inline = HalfcellCanvas(classes="inline-image")
+        elif self.kitty:
+            self._inline = KittyCanvas(classes="inline-image")
+        else:
+            self._inline = self._image_class(classes="inline-image")  # no image yet: `show` sets it
 
     @property
     def rendering(self) -> str:
@@ -145,8 +154,19 @@ class ImageView(Widget):
         """Drawn by bbrowse's half-cell canvas (True) or by textual-image (kitty, sixel, unicode)."""
         return self._image_class is image_widgets.HalfcellImage
 
+    @property
+    def kitty(self) -> bool:
+        """Drawn with kitty graphics by bbrowse's own canvas (one image id, pixels sent only when they change)."""
+        if self._image_class is image_widgets.TGPImage:
+            return True
+        if self._image_class is not image_widgets.Image:
+            return False
+        from textual_image import renderable
+
+        return renderable.Image is renderable.TGPImage  # textual-image's automatic choice for this terminal
+
     def compose(self) -> ComposeResult:
-        if self.fast:
+        if self.fast or self.kitty:
             yield self._inline
             return
         with Middle(), Center():
@@ -161,7 +181,7 @@ class ImageView(Widget):
         self.image_size = size or (image.size if image is not None else (0, 0))
         self.cursor = cursor
         widget = self._inline
-        if isinstance(widget, HalfcellCanvas):
+        if isinstance(widget, HalfcellCanvas | KittyCanvas):
             widget.show(image, cursor, self.image_size)
             return
         if image is not None and cursor is not None and self.image_size != image.size:
@@ -172,7 +192,7 @@ class ImageView(Widget):
     def frame_pixels(self) -> tuple[int, int] | None:
         """The picture size in pixels worth asking a screencast for, to fill this view (None before layout):
         two pixels a cell down in half cells, the terminal's cell size in pixels otherwise."""
-        size = self._inline.size if self.fast else self.content_region.size
+        size = self._inline.size if self.fast or self.kitty else self.content_region.size
         if size.width <= 0 or size.height <= 0:
             return None
         if self.fast:
@@ -190,7 +210,7 @@ class ImageView(Widget):
     def geometry(self) -> Geometry | None:
         """Where the picture is drawn in the view (cells), and the image's size; None before the first."""
         widget = self._inline
-        if isinstance(widget, HalfcellCanvas):
+        if isinstance(widget, HalfcellCanvas | KittyCanvas):
             found = widget.geometry
             if found is None:
                 return None
