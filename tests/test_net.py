@@ -16,8 +16,14 @@ from conftest import session_area
 from netem import TLS_HOST
 
 from bbrowse.client import BrowserClient, ClientConfig
+from bbrowse.config import ShellSettings, defaults
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.panes.logs import LogsPane, LogTarget
+from bbrowse.tui.panes.shells import ShellsPane, ShellTab
+from bbrowse.tui.screens.session import SessionScreen
+from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.wire import Browser, LogSource
 
 pytest_plugins = ["net_support"]
 
@@ -165,3 +171,93 @@ def test_logs_follow_survives_a_drop_and_a_stall(compat_service, bad_link) -> No
             assert len(gaps) == 2, err.lines
         finally:
             http.delete(f"/browsers/{sid}")
+
+
+PROMPT = "PROMPT>"
+SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
+
+
+def _terminal_lines(tab) -> list[str]:
+    emulator = tab.terminal.emulator
+    return [*emulator.scrollback_text(), *emulator.display]
+
+
+def _log_lines(panel) -> list[str]:
+    buffer = panel.view.buffer
+    return [buffer.line(seq) for seq in range(buffer.first_seq, buffer.end_seq)]
+
+
+async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, compat_http, bad_link) -> None:
+    """The app on --kernel-compat through a 100 ms link: a shell printing a line every 0.1 s and a log pane
+    following a file. A stall is said in the top bar and both panes; when the link is back every line of
+    the gap is there, in order, once; after a drop (reset, refused 1 s) the log's too, and the shell goes on.
+    (How fast: bench/bench_net.py.)"""
+    link = bad_link(compat_service, delay=0.05)
+    r = await compat_http.post("/browsers", json={"timeout_seconds": 600})
+    browser = Browser.model_validate(r.json())
+    log = session_area(compat_service, browser.session_id, "net-panes") / "app.log"
+    log.write_text("before\n")
+    written = 0
+
+    def write(count: int) -> None:
+        nonlocal written
+        with open(log, "a") as f:
+            for _ in range(count):
+                written += 1
+                f.write(f"line {written}\n")
+
+    app = BbrowseApp(target=Target(ClientConfig(link.url, compat_service.token), "remote"),
+                     settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
+            app.push_screen(SessionScreen(browser))
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+            screen = app.screen
+            tab = screen.query_one(ShellsPane)._tabs.active_pane
+            await wait_for(pilot, lambda: "\n".join(tab.terminal.emulator.display).rstrip().endswith(PROMPT),
+                           what="prompt", timeout=30)
+            await pilot.press("alt+2")
+            await wait_for(pilot, lambda: bool(screen.query(LogsPane)), what="the Logs tab")
+            panel = await screen.query_one(LogsPane).open_log(LogTarget(LogSource.PATH, str(log)))
+            for _ in range(100):  # the stream starts at the end: write until a line shows
+                write(1)
+                await pilot.pause(0.2)
+                if any(line.startswith("line ") for line in _log_lines(panel)):
+                    break
+            first = next(int(line.split()[1]) for line in _log_lines(panel) if line.startswith("line "))
+
+            def log_complete() -> bool:
+                numbers = [int(line.split()[1]) for line in _log_lines(panel) if line.startswith("line ")]
+                return numbers == list(range(first, written + 1))
+
+            await tab.shell.write(b"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.1; done\r")
+            await wait_for(pilot, lambda: any(line.startswith("tick-5") for line in _terminal_lines(tab)),
+                           what="ticks", timeout=20)
+
+            link.stall()
+            write(5)
+            await wait_for(pilot, lambda: app.connection_state == "stalled" and "link stalled" in panel.connection
+                           and "link stalled" in str(tab.terminal.border_title), what="the stall said", timeout=15)
+            write(5)
+            link.resume()
+            await wait_for(pilot, log_complete, what="the log's gap", timeout=10)
+            await wait_for(pilot, lambda: app.connection_state == "connected"
+                           and "link stalled" not in str(tab.terminal.border_title), what="the link back")
+
+            # the stall lost nothing of the shell's output and repeated nothing (the connection was kept)
+            ticks = [int(line[5:]) for line in _terminal_lines(tab) if line.startswith("tick-")]
+            assert ticks == list(range(1, len(ticks) + 1)) and len(ticks) > 50, ticks
+
+            assert link.drop(refuse_for=1.0) >= 1
+            write(5)
+            await wait_for(pilot, log_complete, what="the log after the drop", timeout=15)
+            before = ticks[-1]
+            await wait_for(pilot, lambda: f"tick-{before + 20}" in _terminal_lines(tab), what="the shell goes on",
+                           timeout=30)
+            # reattached after the drop: the output goes on, nothing twice (what was in flight at the reset is
+            # gone with the connection, as on any network)
+            ticks = [int(line[5:]) for line in _terminal_lines(tab) if line.startswith("tick-")]
+            assert ticks == sorted(set(ticks)) and ticks[-1] >= before + 20, ticks
+    finally:
+        await compat_http.delete(f"/browsers/{browser.session_id}")

@@ -17,10 +17,11 @@ A close without the exit frame (and not asked for by us) raises `IncompleteStrea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -31,12 +32,13 @@ from bbrowse import __version__
 from bbrowse.client.errors import (
     ConnectionLost,
     IncompleteStream,
+    LinkStalled,
     ProtocolError,
     VmGoingAway,
     error_from_response,
     snippet,
 )
-from bbrowse.client.net import set_keepalive, websocket_options
+from bbrowse.client.net import PING_INTERVAL, PING_TIMEOUT, set_keepalive, websocket_options
 from bbrowse.client.routing import Route, RouteCache
 from bbrowse.wire import AttachExit, AttachResize
 
@@ -49,6 +51,10 @@ RECEIVE_QUEUE_FRAMES = 16
 RECEIVE_BUFFER_BYTES = 256 * 1024
 #: How long closing waits for the service's close frame before dropping the connection.
 CLOSE_TIMEOUT_SECONDS = 1.0
+#: A stalled link (a ping unanswered for `PING_TIMEOUT` s) is waited for this long with the connection kept,
+#: so the output on its way still arrives when the link is back (TCP resends it); then the connection is
+#: dropped and a reattach finds the rest (Kernel's PTY keeps its output while nobody is attached).
+STALL_GIVE_UP_SECONDS = 60.0
 
 
 class AttachSession:
@@ -69,7 +75,10 @@ class AttachSession:
         rows: int | None = None,
         cols: int | None = None,
         use_env_proxy: bool | None = None,
+        on_link: Callable[[bool], object] = lambda stalled: None,
     ) -> None:
+        """`on_link(True)` when a ping goes unanswered for `PING_TIMEOUT` s (the link stalled; the connection is
+        kept), `on_link(False)` when the answer comes after all."""
         if isinstance(endpoints, str):
             endpoints = [(endpoints, dict(headers or {}), None)]
         self._endpoints = list(endpoints)
@@ -85,6 +94,12 @@ class AttachSession:
                                     else host not in ("127.0.0.1", "::1", "localhost"))
         self._ws: ClientConnection | None = None
         self._closing = False
+        #: Told of the link's state (see `__init__`); may be set after construction.
+        self.on_link = on_link
+        self._watcher: asyncio.Task[None] | None = None
+        #: A ping has gone unanswered for `PING_TIMEOUT` s and not been answered since.
+        self.stalled = False
+        self._gave_up = False
         #: The process's exit code, once the service has sent the exit frame.
         self.exit_code: int | None = None
 
@@ -101,7 +116,7 @@ class AttachSession:
                     max_size=MAX_FRAME_BYTES,
                     max_queue=RECEIVE_QUEUE_FRAMES,
                     close_timeout=CLOSE_TIMEOUT_SECONDS,
-                    **websocket_options(url, loopback=not self._proxy),
+                    **{**websocket_options(url, loopback=not self._proxy), "ping_interval": None},
                 )
             except InvalidStatus as exc:
                 response = exc.response
@@ -121,9 +136,39 @@ class AttachSession:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
+        self._watcher = asyncio.get_running_loop().create_task(self._watch_link(self._ws))
         if self._initial_size:
             await self.resize(*self._initial_size)
         return self
+
+    async def _watch_link(self, ws: ClientConnection) -> None:
+        """A ping every `PING_INTERVAL` s. Unanswered for `PING_TIMEOUT` s: the link stalled (said, the
+        connection kept); still unanswered after `STALL_GIVE_UP_SECONDS`: the connection is dropped."""
+        while True:
+            await asyncio.sleep(PING_INTERVAL)
+            try:
+                pong = await ws.ping()
+            except ConnectionClosed:
+                return
+            try:
+                await asyncio.wait_for(asyncio.shield(pong), PING_TIMEOUT)
+                continue
+            except TimeoutError:
+                pass
+            except ConnectionClosed:
+                return
+            self.stalled = True
+            self.on_link(True)
+            try:
+                await asyncio.wait_for(pong, STALL_GIVE_UP_SECONDS)
+            except TimeoutError:
+                self._gave_up = True
+                ws.transport.abort()
+                return
+            except ConnectionClosed:
+                return
+            self.stalled = False
+            self.on_link(False)
 
     @property
     def local_address(self) -> tuple[Any, ...] | None:
@@ -157,6 +202,8 @@ class AttachSession:
 
     async def close(self) -> None:
         self._closing = True
+        if self._watcher is not None:
+            self._watcher.cancel()
         if self._ws is not None:
             await self._ws.close()
 
@@ -179,6 +226,8 @@ class AttachSession:
                 return
             code = exc.rcvd.code if exc.rcvd else None
             reason = exc.rcvd.reason if exc.rcvd else ""
+            if self._gave_up:
+                raise LinkStalled(f"attach {self.url}: no answer to a ping for {STALL_GIVE_UP_SECONDS:g} s") from None
             if code == 1001:
                 raise VmGoingAway(f"attach {self.url}: the session's VM is going away"
                                   f"{f' ({reason})' if reason else ''}", reason) from None

@@ -39,6 +39,12 @@ class RequestTimeout(ConnectionLost):
     """The service accepted the connection but did not answer in time."""
 
 
+class LinkStalled(ConnectionLost):
+    """A long-lived connection went silent and did not answer a check in time (a WebSocket ping, a call):
+    the link stalled (a laptop lid, a Wi-Fi change). The connection was dropped; it is opened again once the
+    service answers."""
+
+
 class VmGoingAway(ConnectionLost):
     """The session's VM closed the connection with 1001 "going away" (Kernel's VM shutting down, e.g.
     `browser shutting down`): reconnecting to it is pointless; `reason` is what it said."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bbrowse.client.decode import json_body, validate
-from bbrowse.client.errors import ClientError, IncompleteStream, ProtocolError
+from bbrowse.client.errors import ClientError, IncompleteStream, LinkStalled, ProtocolError
 from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
 from bbrowse.client.sse import iter_sse_json
 from bbrowse.client.streams import OPENED, Stream
@@ -33,6 +33,8 @@ QUIET_SECONDS = 2.0
 #: (a stall is noticed within 5 + 4 s).
 PROBE_AFTER_SECONDS = 5.0
 PROBE_TIMEOUT_SECONDS = 4.0
+#: A stream without an answer or a refusal this long after its request is said to be live.
+LIVE_GRACE_SECONDS = 0.2
 #: Lines shown last, kept to find the place in the file where a gap starts.
 SEEN_LINES = 8
 #: After a reconnect, the new stream's lines are compared with the gap's read back for this long at most.
@@ -55,10 +57,6 @@ class LogGap:
     recovered: int | None
     #: The file was truncated or replaced meanwhile: what follows is its content now, from its start.
     rewritten: bool = False
-
-
-class _StalledError(Exception):
-    """A followed stream stayed quiet and the service did not answer a check in time."""
 
 
 class Logs:
@@ -130,11 +128,13 @@ class Logs:
         supervisor_process: str | None = None,
         follow: bool = True,
         tail: int | None = None,
+        retry: bool = True,
     ) -> Stream[LogEvent]:
         """One `LogEvent` per line. With `follow=False` the iteration ends after the existing lines;
         with `follow=True` it starts at the end of the log and runs until closed. Unknown path or name:
         `NotFound` on `async with` or the first iteration. `tail` (a bbrowse serve extension, not sent
-        unless given) first sends the last `tail` existing lines."""
+        unless given) first sends the last `tail` existing lines. `retry=False`: a failure to open is raised at
+        once (for a caller that reconnects on its own and must know of every gap)."""
         params: dict[str, Any] = {"source": str(source), "follow": "true" if follow else "false"}
         if tail is not None:
             params["tail"] = tail
@@ -142,12 +142,13 @@ class Logs:
             params["path"] = path
         if supervisor_process is not None:
             params["supervisor_process"] = supervisor_process
-        return Stream(self._events(id_or_name, params))
+        return Stream(self._events(id_or_name, params, retry))
 
-    async def _events(self, id_or_name: str, params: dict[str, Any]) -> AsyncGenerator[LogEvent, None]:
+    async def _events(self, id_or_name: str, params: dict[str, Any], retry: bool = True) \
+            -> AsyncGenerator[LogEvent, None]:
         what = f"log stream {params.get('path') or params.get('supervisor_process') or ''}".strip()
         route = f"/browsers/{segment(id_or_name)}/logs/stream"
-        async with self._t.open_stream("GET", route, params=params, sse=True) as response:
+        async with self._t.open_stream("GET", route, params=params, sse=True, idempotent=retry) as response:
             yield OPENED
             async for payload in iter_sse_json(response, what):
                 yield validate(LogEvent, payload, what)
@@ -195,10 +196,12 @@ class _Follower:
         self.seen: collections.deque[str] = collections.deque(maxlen=SEEN_LINES)
         #: The file's size when following began: a gap before any line was shown starts there.
         self.start_size: int | None = None
+        #: `LIVE` was said for the stream open now.
+        self.live = False
 
     def _stream(self, tail: int | None) -> Stream[LogEvent]:
         return self.logs.stream(self.id_or_name, source=self.source, path=self.path,
-                                supervisor_process=self.supervisor, follow=True, tail=tail)
+                                supervisor_process=self.supervisor, follow=True, tail=tail, retry=False)
 
     async def _probe(self) -> bool:
         route = f"/browsers/{segment(self.id_or_name)}"
@@ -238,14 +241,13 @@ class _Follower:
                         yield item
                     lost_at = None
                 first = False
-                self.on_state(LIVE, None)
                 async for event in self._events(queue):
                     if event.message:
                         self.seen.append(event.message)
                     yield event
                 return  # the service ended the stream on purpose (see `_events`)
-            except _StalledError:
-                reason = "no answer from the service"
+            except LinkStalled as error:
+                reason = str(error)
                 self.on_state(STALLED, reason)
             except ClientError as error:
                 if is_permanent(error):
@@ -253,6 +255,7 @@ class _Follower:
                 reason = str(error)
                 self.on_state(RECONNECTING, reason)
             finally:
+                self.live = False
                 reader.cancel()
                 with contextlib.suppress(BaseException):
                     await reader
@@ -265,8 +268,6 @@ class _Follower:
                 failures += 1
                 if await self._probe():
                     break
-                self.on_state(STALLED, reason)
-            self.on_state(RECONNECTING, reason)
 
     async def _read(self, stream: Stream[LogEvent], queue: asyncio.Queue[LogEvent | BaseException | None]) -> None:
         try:
@@ -281,19 +282,35 @@ class _Follower:
             await queue.put(error)
 
     async def _next(self, queue: asyncio.Queue[LogEvent | BaseException | None]) -> LogEvent | None:
-        """The next event; None at the stream's end. Quiet for too long: the link is checked."""
+        """The next event; None at the stream's end. Quiet for too long: the link is checked. The stream
+        counts as live once it answered, or `LIVE_GRACE_SECONDS` after its request without a refusal (Kernel
+        sends the headers only with the first event)."""
+        quiet_since = time.monotonic()
         while True:
+            wait = PROBE_AFTER_SECONDS - (time.monotonic() - quiet_since)
+            if not self.live:
+                wait = min(wait, LIVE_GRACE_SECONDS)
             try:
-                item = await asyncio.wait_for(queue.get(), PROBE_AFTER_SECONDS)
+                item = await asyncio.wait_for(queue.get(), max(wait, 0.001))
             except TimeoutError:
+                if not self.live:
+                    self._say_live()
+                    continue
                 if not await self._probe():
-                    raise _StalledError from None
-                continue
-            if item is _OPENED:
+                    raise LinkStalled(f"no answer from the service within {PROBE_TIMEOUT_SECONDS:g} s") from None
+                quiet_since = time.monotonic()
                 continue
             if isinstance(item, BaseException):
                 raise item
+            self._say_live()
+            if item is _OPENED:
+                continue
             return item
+
+    def _say_live(self) -> None:
+        if not self.live:
+            self.live = True
+            self.on_state(LIVE, None)
 
     async def _events(self, queue: asyncio.Queue[LogEvent | BaseException | None]) -> AsyncIterator[LogEvent]:
         count = 0

@@ -48,12 +48,14 @@ from bbrowse.client.errors import (
     Conflict,
     ConnectionLost,
     IncompleteStream,
+    LinkStalled,
     NotFound,
     ProtocolError,
     ServiceError,
     SessionGone,
     VmGoingAway,
 )
+from bbrowse.client.net import PING_TIMEOUT
 from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
 from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
 
@@ -178,6 +180,14 @@ class PtyOutput:
         self._check_now.set()
         return True
 
+    def _link_changed(self, stalled: bool) -> None:
+        """The attach connection's pings: unanswered (said as `LinkStalled` to `on_error`), then answered
+        again (said by `on_path` once more). The connection is kept meanwhile: nothing on its way is lost."""
+        if stalled:
+            self._on_error(LinkStalled(f"no answer from the service within {PING_TIMEOUT:g} s: waiting for the link"))
+        elif self.path is not None:
+            self._on_path(self.path)
+
     async def _deliver(self, data: bytes) -> None:
         self._recent.add(data)
         self._last_output = time.monotonic()
@@ -194,6 +204,7 @@ class PtyOutput:
         while True:
             try:
                 term = self.client.processes.attach(self.session_id, self.process_id)
+                term.on_link = self._link_changed
                 await term.__aenter__()
             except (NotFound, SessionGone) as error:
                 return await self._gone(error)
@@ -242,7 +253,7 @@ class PtyOutput:
 
     async def _pump_attach(self, term: AttachSession) -> int | None:
         self._term = term
-        if self.path != ATTACH:
+        if self.path != ATTACH or self.reconnects:  # said again after a reconnect: the link is back
             self.path = ATTACH
             self._on_path(ATTACH)
         nudge = asyncio.ensure_future(self._nudge(term)) if self.reconnects else None

@@ -262,9 +262,15 @@ class BbrowseApp(App):
     # connection health ------------------------------------------------------
 
     def connection_ok(self) -> None:
+        if self.connection_state == "stalled":
+            self.notify(f"The link to {self.service_label} is back", title="Link back")
         if self.connection_state == "reconnecting":
             self.notify(f"Reconnected to {self.service_label}", title="Service back")
         self.connection_state = "connected"
+
+    def link_stalled(self) -> None:
+        if self.connection_state == "connected":
+            self.connection_state = "stalled"  # back to "connected" at the next answer (`connection_ok`)
 
     def connection_lost(self, error: BaseException) -> None:
         if self.target is None or self.connection_state in ("starting", "failed"):

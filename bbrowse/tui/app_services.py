@@ -53,6 +53,10 @@ class AppServices(Protocol):
         """The service did not answer: the connection state is "reconnecting" (notified once per outage)."""
         ...
 
+    def link_stalled(self) -> None:
+        """A long-lived connection went silent and the service did not answer a check: "link stalled"."""
+        ...
+
 
 def services(node: DOMNode) -> AppServices:
     """The running app of `node`, as what it provides to the widgets it hosts."""

@@ -5,14 +5,14 @@ completed from `list_files`), `x` closes the focused one, `z` shows only the foc
 the tab is shown it opens the session's Chromium log (or the service's own log when there is none).
 
 Each pane's stream is a worker of its `LogPanel`, so closing the pane (or the session screen) cancels
-it. A broken stream is reopened with backoff (0.5, 1, 2, 4, 5, 5 … s) with `follow=true`: what was
-written while it was down is not fetched again, and the pane says so with a gap marker.
+it. Following is the client's `Logs.follow`: a stalled link is noticed (the pane says "link stalled"), a
+broken stream is reopened with the client's one backoff, each gap is marked, and for a file the lines
+written meanwhile are shown after the mark, in order, none twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import posixpath
 import re
 import time
@@ -28,27 +28,21 @@ from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 
-from bbrowse.client import BrowserClient, ClientError, Stream, is_permanent
+from bbrowse.client import BrowserClient, ClientError
 from bbrowse.client.errors import ConnectionLost
+from bbrowse.client.logs import LIVE, RECONNECTING, STALLED, LogGap
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.base import Dialog
 from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
-from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
+from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
-#: Delays between reconnection attempts, then the last one forever.
-BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 5.0)
 #: Existing lines shown when a pane opens (`tail`, a bbrowse serve extension; other services ignore it).
 DEFAULT_HISTORY = 1000
 #: The stream loop hands the event loop back at least this often, so keys are answered during a flood.
 YIELD_EVERY_EVENTS = 512
 #: Supervised program opened by default, when the session has it.
 DEFAULT_PROGRAM = "chromium"
-#: A stream still without response headers this long after its request shows as live: Kernel's VM sends them
-#: only with the first event, so a quiet log would otherwise say "connecting…" for as long as it stays quiet.
-#: Short, so the pane says it follows at once; long enough that a service that is down (connection refused)
-#: shows "reconnecting", never a blink of live.
-HEADERS_GRACE_SECONDS = 0.2
 
 HINT = ("{logs.open} open · {logs.close} close · {logs.zoom} zoom · {logs.search} search · "
         "{logs.next_match}/{logs.previous_match} next · {logs.filter} filter · {logs.wrap} wrap · "
@@ -89,93 +83,76 @@ UNAVAILABLE_NOTE = ("This service keeps no supervisor logs (as Kernel's VM): its
 
 async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget, *,
                      read_history: bool = False) -> None:
-    """Stream `target` into `panel` until cancelled, reconnecting with backoff and marking each gap.
+    """Stream `target` into `panel` until cancelled, across drops and stalls (`Logs.follow`: reconnecting,
+    marking each gap, and for a file showing the lines written meanwhile).
 
     `read_history`: the service has no `tail` (Kernel's VM), so a file's last lines are read with `read_file`
     first (`Logs.existing`); a line written between that read and the stream's start is missed."""
     view = panel.view
     push = view.push
-    attempt = 0
-    connected_once = history_read = False
-    lost_at: float | None = None
     panel.connection = "connecting…"
-    while True:
-        try:
-            if read_history and not connected_once and target.history and target.source is LogSource.PATH:
-                async for event in client.logs.existing(session_id, path=target.name, tail=target.history):
-                    push(event.message, event.timestamp.timestamp())
-                view.flush()
-                read_history, history_read = False, True
-            stream = client.logs.stream(
-                session_id,
-                source=target.source,
-                path=target.name if target.source is LogSource.PATH else None,
-                supervisor_process=target.name if target.source is LogSource.SUPERVISOR else None,
-                follow=True,
-                tail=target.history if not (connected_once or history_read) and target.history else None,
-            )
-            await _open_showing_live(stream, panel)
-            async with stream as events:
-                if lost_at is not None and connected_once:
-                    view.add_gap(time.monotonic() - lost_at)
-                lost_at = None
-                connected_once = True
-                attempt = 0
-                panel.connection = "● live"
-                services(panel).connection_ok()
-                count = 0
-                unavailable = False
-                stamp, seconds = None, 0.0
-                async for event in events:
-                    if event.timestamp != stamp:  # lines read together share their timestamp
-                        stamp, seconds = event.timestamp, event.timestamp.timestamp()
-                    if count == 0 and target.source is LogSource.SUPERVISOR:
-                        unavailable = event.message.strip() == LOGS_SOURCE_NOT_AVAILABLE
-                    push(event.message, seconds)
-                    count += 1
-                    if count % YIELD_EVERY_EVENTS == 0:
-                        await asyncio.sleep(0)
-            if unavailable and count == 1:  # not a log that ended: a source this service does not have
-                view.flush()
-                panel.connection = "not available on this service: o opens a file log"
-                view.append_lines([UNAVAILABLE_NOTE])
-                panel.post_message(SupervisorLogsUnavailable(target))
-                return
-            reason = "stream ended"
-        except ClientError as error:
-            if is_permanent(error):  # a missing file or session, a bad request, no access
-                view.flush()
-                panel.connection = f"stopped: {describe_error(error)}"
-                if not connected_once:  # say it where the lines would be, not only in a toast
-                    view.append_lines([f"Could not open {target.label}: {describe_error(error)}"])
-                    services(panel).report_error(error, f"Could not open the log {target.label}")
-                return
-            if isinstance(error, ConnectionLost):
-                services(panel).connection_lost(error)  # the app's own indicator (once per outage)
-            reason = describe_error(error)
+    history_read = False
+
+    def state(now: str, reason: str | None) -> None:
         view.flush()
-        if lost_at is None:
-            lost_at = time.monotonic()
-        delay = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
-        attempt += 1
-        panel.connection = f"reconnecting in {delay:g} s ({reason})"
-        await asyncio.sleep(delay)
-
-
-async def _open_showing_live(stream: Stream[LogEvent], panel: LogPanel) -> None:
-    """Open `stream`; the panel says "● live" once the request has gone out, headers or not."""
-    opening = asyncio.ensure_future(stream.open())
-    try:
-        done, _ = await asyncio.wait({opening}, timeout=HEADERS_GRACE_SECONDS)
-        if not done:
+        if now == LIVE:
             panel.connection = "● live"
-        await opening
-    except BaseException:
-        opening.cancel()
-        with contextlib.suppress(BaseException):
-            await opening
-        await stream.aclose()
-        raise
+            services(panel).connection_ok()
+        elif now == STALLED:
+            panel.connection = f"link stalled: {reason}" if reason else "link stalled"
+            services(panel).link_stalled()
+        elif now == RECONNECTING:
+            panel.connection = f"reconnecting ({reason})" if reason else "reconnecting…"
+            services(panel).connection_lost(ConnectionLost(reason or "the log stream dropped"))
+
+    try:
+        if read_history and target.history and target.source is LogSource.PATH:
+            async for event in client.logs.existing(session_id, path=target.name, tail=target.history):
+                push(event.message, event.timestamp.timestamp())
+            view.flush()
+            history_read = True
+        events = client.logs.follow(
+            session_id,
+            source=target.source,
+            path=target.name if target.source is LogSource.PATH else None,
+            supervisor_process=target.name if target.source is LogSource.SUPERVISOR else None,
+            tail=None if history_read or not target.history else target.history,
+            on_state=state,
+        )
+        count = 0
+        last = ""
+        stamp, seconds = None, 0.0
+        async for item in events:
+            if isinstance(item, LogGap):
+                view.add_gap(item.seconds)
+                continue
+            if item.timestamp != stamp:  # lines read together share their timestamp
+                stamp, seconds = item.timestamp, item.timestamp.timestamp()
+            push(item.message, seconds)
+            last = item.message
+            count += 1
+            if count % YIELD_EVERY_EVENTS == 0:
+                await asyncio.sleep(0)
+    except ClientError as error:  # only what another try would not change: a missing file or session...
+        view.flush()
+        panel.connection = f"stopped: {describe_error(error)}"
+        if not count_shown(view):  # say it where the lines would be, not only in a toast
+            view.append_lines([f"Could not open {target.label}: {describe_error(error)}"])
+            services(panel).report_error(error, f"Could not open the log {target.label}")
+        return
+    view.flush()
+    # The service said once that it has no such log and ended the stream (Kernel's VM).
+    if target.source is LogSource.SUPERVISOR and last.strip() == LOGS_SOURCE_NOT_AVAILABLE:
+        panel.connection = "not available on this service: o opens a file log"
+        view.append_lines([UNAVAILABLE_NOTE])
+        panel.post_message(SupervisorLogsUnavailable(target))
+    else:
+        panel.connection = f"stopped: {last.strip()}" if last else "stopped"
+
+
+def count_shown(view: LogView) -> int:
+    """How many lines the view holds."""
+    return view.buffer.end_seq - view.buffer.first_seq
 
 
 class PathSuggester(Suggester):

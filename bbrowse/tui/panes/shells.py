@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
-from bbrowse.client import BrowserClient, ClientError, NotFound, SessionGone, VmGoingAway
+from bbrowse.client import BrowserClient, ClientError, LinkStalled, NotFound, SessionGone, VmGoingAway
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.panes.base import SessionPane
@@ -90,6 +90,7 @@ class ShellTab(TabPane):
         """The border names the output path: "attach" (the WebSocket) or "stream" (stdout/stream)."""
         if self.shell is not None and self.shell.process_id is not None:
             self._show_state(f"process {self.shell.process_id[:8]} · {path}")
+            services(self).connection_ok()  # said again when a stalled link answers
 
     async def _write(self, data: bytes) -> None:
         if self.shell is not None:
@@ -169,6 +170,10 @@ class ShellTab(TabPane):
     def _error(self, error: BaseException) -> None:
         if isinstance(error, VmGoingAway):  # the pane says it; the service itself still answers
             self.going_away = error.reason
+            return
+        if isinstance(error, LinkStalled):  # the border says it until the shell is attached again
+            self._show_state("link stalled: reattaching when it answers")
+            services(self).link_stalled()
             return
         services(self).report_error(error, "Shell")
 

@@ -14,13 +14,15 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 #: "failed": nothing to connect to until the user acts (a profile without its token, a service that would
-#: not start); "reconnecting": the service stopped answering and the app looks for it.
-ConnectionState = Literal["starting", "connected", "reconnecting", "failed"]
+#: not start); "reconnecting": the service stopped answering and the app looks for it; "stalled": a
+#: long-lived connection (a shell, a log) went silent and a check went unanswered: the link, not the service.
+ConnectionState = Literal["starting", "connected", "stalled", "reconnecting", "failed"]
 
 #: State labels and the theme variable that colours each.
 _STATE_STYLE = {
     "starting": ("◌ starting", "warning"),
     "connected": ("● connected", "success"),
+    "stalled": ("◌ link stalled", "warning"),
     "reconnecting": ("○ reconnecting", "error"),
     "failed": ("✕ not connected", "error"),
 }
