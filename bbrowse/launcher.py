@@ -23,11 +23,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from bbrowse import discovery
 from bbrowse.paths import serve_file, state_dir
+
+if TYPE_CHECKING:
+    import httpx
 
 READY_TIMEOUT_SECONDS = 20.0
 
@@ -80,6 +82,8 @@ def answers(url: str, token: str, timeout: float = 1.0) -> bool:
 
 def _answers(url: str, token: str, timeout: float = 1.0, client: httpx.Client | None = None) -> bool:
     """`client`: one kept across polls (a new one makes an SSL context each time: ~0.1 s of CPU)."""
+    import httpx  # here: a service is started before httpx is loaded
+
     try:
         response = (client or httpx).get(
             f"{url}/browsers", params={"limit": 1}, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
@@ -154,6 +158,8 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
             start_new_session=True,
         )
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    import httpx
+
     with httpx.Client() as client:
         while time.monotonic() < deadline:
             if process.poll() is not None:

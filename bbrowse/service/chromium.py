@@ -1,25 +1,15 @@
 """The Chromium of one session: launch, supervise, relaunch after a crash, close.
 
-Creating a session launches its own Chromium (its own profile directory next to the session's work
-dir) with `--remote-debugging-pipe`: it listens on no TCP port, and the service holds the only door
-to it, a `cdp.CDPHub` on the pipe. The service's own CDP client is one client of that hub and keeps
-its page session open, so a screenshot costs one `Page.captureScreenshot` round trip; the session's
-`cdp_ws_url` is served by `cdp_proxy`, whose WebSocket clients (Playwright's `connect_over_cdp`)
-are further clients of the same hub.
+Each session has its own Chromium (its own profile directory) started with `--remote-debugging-pipe`:
+no TCP port, and the service holds the only door to it, a `cdp.CDPHub` on the pipe. The service's CDP
+client keeps its page session open (a screenshot is one round trip); `cdp_proxy`'s WebSocket clients
+(Playwright's `connect_over_cdp`) are further clients of the hub. Its output is the session's log
+`chromium`; it runs in its own process group with a parent-death signal.
 
-Chromium's stdout and stderr are piped through the service into the session's supervised log
-`chromium`. Chromium runs in its own process group, stopped as a whole, and gets a parent-death
-signal so a killed service leaves no browser behind.
-
-Supervision: when Chromium dies, the reason (exit code or signal) is logged and the pipe's clients
-are told (the proxy closes their WebSockets); the next request that needs the browser answers 503
-`browser_unavailable` with that reason and starts a new Chromium in the background (logged too), so
-the request after it works again. No restart happens on its own, so a Chromium that crashes at once
-cannot loop.
-
-Without a Chromium binary the session still works (processes, files, logs); browser requests answer
-503 saying how to install one. Headful sessions (`headless: false`) run under their own Xvfb
-display; without Xvfb they are refused with 400 (see `browsers`).
+When Chromium dies the reason is logged and the hub's clients are told; the next request that needs
+the browser answers 503 `browser_unavailable` with that reason and starts a new one in the background.
+Nothing restarts by itself, so a Chromium that crashes at once cannot loop. Without a Chromium binary
+the session still has processes, files and logs; headful sessions run under their own Xvfb.
 """
 
 from __future__ import annotations

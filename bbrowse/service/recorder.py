@@ -1,22 +1,14 @@
 """Replays: a session's screen recorded to an H.264 MP4 through CDP screencast and ffmpeg.
 
-Chromium sends screencast frames (JPEG) only when the page changes, so the recorder keeps the latest
-frame and feeds it to ffmpeg on a steady clock at the replay's `framerate`: the video lasts as long as
-the recording did, and a still page is a still video rather than a two-frame one. ffmpeg encodes with
-libx264 (mpeg4 when this ffmpeg has no libx264), yuv420p, even dimensions, and `+faststart` so players
-can start before the whole file is there. ffmpeg's output is the session's supervised log `recorder`.
+Chromium sends a frame only when the page changes, so the recorder feeds the latest frame to ffmpeg on
+a steady clock at the replay's `framerate`: the video lasts as long as the recording did. libx264 (mpeg4
+without it), yuv420p, `+faststart`; ffmpeg's output is the session's log `recorder`.
 
-Lifecycle: recording -> finalising (stop asked, ffmpeg writing the index) -> ready (or failed). Stop
-waits a bounded time for finalising so that a download right after it usually just works; otherwise
-download answers 202 with `Retry-After` until the file is ready. `max_duration_in_seconds`, the session
-ending and Chromium dying all stop a recording the same way, keeping what was recorded.
-
-Replays outlive their session: files live under `<state dir>/replays/<session id>/`, not in the
-session's work dir (removed on delete), and the replay list, downloads and the viewer keep working
-for a deleted session (addressed by its id, as `GET /browsers/{id}?include_deleted=true` does) until
-retention (`retention.py`) removes the ended session's files with its replays, by age and by the state
-directory's size. A replay is never removed while it records or finalises, while the service has its
-file open (a download), or within IN_USE_GRACE_SECONDS of being looked up (a download about to open it).
+A replay is recording, then finalising (ffmpeg writing the index), then ready or failed; a download
+before it is ready answers 202 with `Retry-After`. `max_duration_in_seconds`, the session ending and
+Chromium dying all stop it the same way, keeping what was recorded. Replays outlive their session
+(`<state dir>/replays/<session id>/`) until retention removes them; never while recording, finalising,
+open for a download, or within IN_USE_GRACE_SECONDS of being looked up.
 """
 
 from __future__ import annotations
