@@ -3,9 +3,15 @@ platform we support?
 
 For macOS arm64/x86_64 and Linux x86_64/aarch64, with Python 3.11 and 3.13, pip's resolver is asked
 for wheels only (`pip install --dry-run --only-binary=:all: --platform ... --python-version ...
---target ...`), all eight in parallel. pip evaluates environment markers for the machine it runs on,
-not for `--platform`, so the project's own requirements are filtered here with the target's markers
-(that is what keeps pyghostty off macOS); markers deeper in the tree are pip's.
+--target ...`), for the app, and on Python 3.13 (where wheels lag) for the app with its `dev` extras
+(what a contributor installs): twelve resolutions, eight at a time. pip evaluates environment markers
+for the machine it runs on, not for `--platform`, so the project's own requirements are filtered here
+with the target's markers (that is what keeps pyghostty off macOS); markers deeper in the tree are pip's.
+
+macOS is checked from macOS 11 (Big Sur) on, on Intel too: greenlet, which playwright (a dev extra)
+needs, publishes CPython 3.13 wheels for macOS 11 and later only, so on macOS 10.15 with Python 3.13
+no playwright release installs from wheels (none before 1.40 either; a marker would drop it on every
+Intel Mac, where it installs).
 
 Exit status 0 when every target resolves, 1 when one does not (its pip error is printed), 0 with a
 "skipped" line when the package index cannot be reached.
@@ -33,7 +39,7 @@ _MANYLINUX = ("manylinux_2_28", "manylinux_2_27", "manylinux_2_24", "manylinux_2
 TARGETS = [
     ("macOS arm64", ["macosx_11_0_arm64"], {"sys_platform": "darwin", "platform_system": "Darwin",
                                             "platform_machine": "arm64"}),
-    ("macOS x86_64", ["macosx_10_15_x86_64"], {"sys_platform": "darwin", "platform_system": "Darwin",
+    ("macOS x86_64", ["macosx_11_0_x86_64"], {"sys_platform": "darwin", "platform_system": "Darwin",
                                                "platform_machine": "x86_64"}),
     ("Linux x86_64", [f"{tag}_x86_64" for tag in _MANYLINUX], {"sys_platform": "linux", "platform_system": "Linux",
                                                  "platform_machine": "x86_64"}),
@@ -44,12 +50,13 @@ _UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "T
                 "Network is unreachable", "Max retries exceeded", "ProxyError", "ConnectTimeoutError")
 
 
-def requirements(markers: dict[str, str], python: str) -> list[str]:
+def requirements(markers: dict[str, str], python: str, extras: tuple[str, ...] = ()) -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     environment = {**markers, "python_version": python, "python_full_version": f"{python}.0",
                    "implementation_name": "cpython", "platform_python_implementation": "CPython"}
     kept = []
-    for line in project["dependencies"]:
+    lines = [*project["dependencies"], *(line for extra in extras for line in project["optional-dependencies"][extra])]
+    for line in lines:
         requirement = Requirement(line)
         if requirement.marker is None or requirement.marker.evaluate(environment):
             requirement.marker = None
@@ -57,11 +64,12 @@ def requirements(markers: dict[str, str], python: str) -> list[str]:
     return kept
 
 
-def check(name: str, platforms: list[str], markers: dict[str, str], python: str, tmp: Path) -> tuple[str, int, str]:
-    label = f"{name}, Python {python}"
-    work = tmp / label.replace(" ", "_").replace(",", "")
+def check(name: str, platforms: list[str], markers: dict[str, str], python: str, extras: tuple[str, ...],
+          tmp: Path) -> tuple[str, int, str]:
+    label = f"{name}, Python {python}" + "".join(f", [{extra}]" for extra in extras)
+    work = tmp / label.replace(" ", "_").replace(",", "").replace("[", "").replace("]", "")
     work.mkdir()
-    (work / "requirements.txt").write_text("\n".join(requirements(markers, python)) + "\n")
+    (work / "requirements.txt").write_text("\n".join(requirements(markers, python, extras)) + "\n")
     command = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
                "--only-binary=:all:", "--python-version", python, "--target", str(work / "target"),
                "--disable-pip-version-check", "-r", str(work / "requirements.txt")]
@@ -75,8 +83,9 @@ def check(name: str, platforms: list[str], markers: dict[str, str], python: str,
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bbrowse-resolve-") as tmp, ThreadPoolExecutor(8) as pool:
-        jobs = [pool.submit(check, name, platforms, markers, python, Path(tmp))
-                for name, platforms, markers in TARGETS for python in PYTHONS]
+        jobs = [pool.submit(check, name, platforms, markers, python, extras, Path(tmp))
+                for name, platforms, markers in TARGETS for python in PYTHONS
+                for extras in ((), ("dev",))[: 1 + (python == PYTHONS[-1])]]
         results = [job.result() for job in jobs]
     failed = [(label, errors) for label, code, errors in results if code]
     if failed and all(any(sign in errors for sign in _UNREACHABLE) for _, errors in failed):
