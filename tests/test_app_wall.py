@@ -18,7 +18,7 @@ from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.screens.broadcast import BroadcastScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
-from bbrowse.tui.screens.wall import WallScreen
+from bbrowse.tui.screens.wall import WallScreen, grid_shape
 from bbrowse.tui.widgets.tile import SessionTile
 
 PROMPT = "PROMPT>"
@@ -116,7 +116,9 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
         await app.run_action("show_wall")  # the palette's "Session wall"
         await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(shown_names(app)) == 2)
         wall = app.screen
-        assert wall.shape == (4, 4)
+        assert wall.shape == (2, 2)  # no more tiles than the sessions need; 4×4 fits 160×45
+        assert grid_shape(160, 42, 16) == (4, 4) and grid_shape(160, 42, 5) == (3, 2)
+        assert grid_shape(160, 42, 40) == (4, 4) and grid_shape(80, 21, 40) == (2, 2)
         await wait_for(pilot, wall.first_frames_drawn, timeout=20, what="a frame in every tile")
         for tile in tiles(app)[:2]:
             assert tile.canvas.geometry is not None and tile.canvas.geometry.columns > 20  # a picture, drawn

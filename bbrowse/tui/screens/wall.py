@@ -9,6 +9,7 @@ sessions table's: `d`, `S`, `R` and `b` act on it (see `SelectionActions`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,9 +38,12 @@ TILE_HEIGHT = 10
 LIST_SECONDS = 3.0
 
 
-def grid_shape(width: int, height: int) -> tuple[int, int]:
-    """(columns, rows) of tiles for a wall of width×height cells."""
-    return max(2, min(4, width // TILE_WIDTH)), max(2, min(4, height // TILE_HEIGHT))
+def grid_shape(width: int, height: int, count: int = 16) -> tuple[int, int]:
+    """(columns, rows) of tiles for `count` sessions on a wall of width×height cells: as many as fit, 2×2 to
+    4×4, and no more than the sessions need (five sessions on a big terminal: 3×2 larger tiles)."""
+    most_columns, most_rows = max(2, min(4, width // TILE_WIDTH)), max(2, min(4, height // TILE_HEIGHT))
+    columns = max(2, min(most_columns, math.ceil(math.sqrt(count))))
+    return columns, max(2, min(most_rows, math.ceil(count / columns)))
 
 
 class SelectionActions:
@@ -181,7 +185,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
         yield BbrowseFooter()
 
     async def on_mount(self) -> None:
-        self.shape = grid_shape(self.size.width, self.size.height - 3)
+        self.shape = self._fitting_shape()
         await self._build_grid()
         self._show_page()
         self.set_interval(1.0, self._tick)
@@ -219,11 +223,20 @@ class WallScreen(SelectionActions, BbrowseScreen):
         self._tiles = [SessionTile(i, source_for=self.source_for) for i in range(columns * rows)]
         await grid.mount_all(self._tiles)
 
+    def _fitting_shape(self) -> tuple[int, int]:
+        return grid_shape(self.size.width, self.size.height - 3, len(self.browsers))
+
+    async def _reshape(self) -> bool:
+        """A grid for the terminal's size and the number of sessions now; True when it changed."""
+        shape = self._fitting_shape()
+        if shape == self.shape or not self._tiles:
+            return False
+        self.shape = shape
+        await self._build_grid()
+        return True
+
     async def on_resize(self) -> None:
-        shape = grid_shape(self.size.width, self.size.height - 3)
-        if shape != self.shape and self._tiles:
-            self.shape = shape
-            await self._build_grid()
+        if await self._reshape():
             self._show_page()
 
     def _show_page(self) -> None:
@@ -275,6 +288,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
 
     @work(exclusive=True, group="wall-list")
     async def _refresh_list(self) -> None:
+        """Sessions come and go while the wall is shown: the tiles follow (and the grid, its count)."""
         if self._covered:
             return
         app = services(self)
@@ -291,6 +305,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
                 if current.session_id in ids:
                     self.cursor = ids.index(current.session_id)
             self.selection.intersection_update(b.session_id for b in fresh)
+            await self._reshape()
             self._show_page()
 
     def deleting(self, session_ids: Iterable[str]) -> None:
