@@ -41,6 +41,7 @@ def screen(terminal: TerminalView) -> str:
 
 async def echoed(pilot, terminal: TerminalView, y: int, text: str) -> None:
     await wait_for(pilot, lambda: terminal.core.line_text(y) == text, what=f"the echo {text!r}")
+    await terminal.wait_drained()  # and drawn: the pane's drawing state brought up to date
 
 
 async def confirm_epoch(pilot, terminal: TerminalView, y: int, typed: str, keys: str) -> str:
@@ -163,6 +164,7 @@ async def test_predicted_echo_over_a_100_ms_link(compat_service, bad_link) -> No
             await wait_for(pilot, lambda: core.line_text(core.cursor[1]) == PROMPT, what="prompt")
             await type_text(pilot, "cat notes.txt", then="enter")
             await wait_for(pilot, lambda: "\ntyped in vim" in screen(terminal), what="vim wrote the file")
+            await terminal.wait_drained()  # the pane's drawing state brought up to date
             rows = range(core.rows)
             assert [drawn(terminal, row) for row in rows] == [core.line_text(row) for row in rows]
     finally:

@@ -10,7 +10,8 @@ keys are never drawn. Full-screen programs get the same rule (and switching scre
 
 A guess is judged on every piece of output: the cell shows it (confirmed: the epoch is shown), the cell
 shows something else (wrong: taken back at once, everything if it was shown), or the cell is unchanged
-after the key's `stdin` call came back and one echo's grace passed (expired: wrong too). Guesses are drawn
+after the key's `stdin` call came back and an echo's grace passed (30 ms, a quarter of the round trip on
+slower links: expired, wrong too). Guesses are drawn
 while the smoothed round trip of `stdin` calls is above 30 ms (hysteresis down to 20, or after a 250 ms
 glitch), underlined above 80 ms (down to 50): mosh's thresholds. `mode`: auto, always (drawn whatever
 the round trip) or never (no guess made).
@@ -113,6 +114,7 @@ class Predictor:
         self._unknown = False
         self._alternate = bool(core.alternate_screen_active)
         self._dirty: set[int] = set()
+        self._rows: dict[int, list[str]] = {}  # screen rows read since the last output
 
     # ------------------------------------------------------------------ settings and measures
 
@@ -277,9 +279,14 @@ class Predictor:
             self._blind.append(typed)
         self._unknown = True
 
+    def _grace(self) -> float:
+        """How long after a `stdin` call came back its echo may still arrive (it travels on another
+        connection: the jitter between the two grows with the round trip)."""
+        return max(ECHO_GRACE, (self.srtt or 0) / 4)
+
     def _settled(self, now: float) -> bool:
         """Every byte sent reached the program and its echo had time to arrive."""
-        return self._acked >= self._sent and now - self._last_ack >= ECHO_GRACE
+        return self._acked >= self._sent and now - self._last_ack >= self._grace()
 
     def _resync(self, now: float) -> None:
         """Find the cursor again: the keys typed blind were echoed left of it (the rest are guessed from
@@ -304,8 +311,11 @@ class Predictor:
 
     # ------------------------------------------------------------------ output
 
-    def cull(self, now: float | None = None) -> None:
-        """Judge the guesses against the terminal state (after output was fed, or at a deadline)."""
+    def cull(self, now: float | None = None, output: bool = True) -> None:
+        """Judge the guesses against the terminal state: after output was fed, or (`output` False: the
+        screen is as when last judged) after a key, an ack or at a deadline."""
+        if output:
+            self._rows.clear()
         if not self._guesses:
             if self._unknown and self._mode != "never":
                 self._resync(self.clock() if now is None else now)
@@ -314,14 +324,18 @@ class Predictor:
         if self.core.alternate_screen_active != self._alternate:
             self._screen_switched()
             return
+        rows: dict[int, list[str]] = {}
+        grace = self._grace()
         for guess in list(self._guesses):
             if guess not in self._guesses:  # removed by a reset while judging
                 continue
-            expired = guess.acked_at is not None and now - guess.acked_at >= ECHO_GRACE
+            expired = guess.acked_at is not None and now - guess.acked_at >= grace
             for cell in guess.cells:
                 if cell.done:
                     continue
-                current = self._real(cell.col, cell.row)
+                if cell.row not in rows:
+                    rows[cell.row] = self._row(cell.row)
+                current = rows[cell.row][cell.col]
                 if current == cell.char and (cell.credit or expired or cell.char not in cell.originals):
                     cell.done = True
                     self._dirty.add(cell.row)
@@ -376,6 +390,7 @@ class Predictor:
         """Forget every guess; the next ones start a new, unconfirmed epoch once the cursor is known."""
         self._mark_all()
         self._guesses.clear()
+        self._rows.clear()
         self._become_unknown()
         self._alternate = bool(self.core.alternate_screen_active)
 
@@ -387,28 +402,46 @@ class Predictor:
     def next_deadline(self) -> float | None:
         """When `cull` has something to decide without new output (an expiry, a glitch, a resync)."""
         times = []
+        grace = self._grace()
         for guess in self._guesses:
             if guess.acked_at is not None:
-                times.append(guess.acked_at + ECHO_GRACE)
+                times.append(guess.acked_at + grace)
             elif self._glitch < GLITCH_REPAIR_COUNT:
                 times.append(guess.made + GLITCH_THRESHOLD)
         if self._unknown and self._acked >= self._sent:
-            times.append(self._last_ack + ECHO_GRACE)
+            times.append(self._last_ack + grace)
         return min(times) if times else None
 
     # ------------------------------------------------------------------ drawing
 
     def _real(self, col: int, row: int) -> str:
-        core = self.core
-        if row >= core.rows or col >= core.cols:
+        if col >= self.core.cols:
             return ""
-        return core.cell(col, row)[0] or ""
+        return self._row(row)[col]
+
+    def _row(self, row: int) -> list[str]:
+        """The cells of screen row `row` ("" for the right half of a wide character). From the row's text
+        in one call when it is ASCII (a cell at a time costs microseconds on libghostty)."""
+        cells = self._rows.get(row)
+        if cells is not None and len(cells) == self.core.cols:
+            return cells
+        core = self.core
+        cols = core.cols
+        if row >= core.rows:
+            return [""] * cols
+        text = core.line_text(row)
+        if text.isascii():
+            cells = list(text[:cols].ljust(cols))
+        else:
+            cells = [core.cell(x, row)[0] or "" for x in range(cols)]
+        self._rows[row] = cells
+        return cells
 
     def _line(self, row: int, start: int) -> list[str]:
         """Row `row` as the next key will find it, from column `start` on (earlier columns: ""): each
         cell's newest pending guess, else the screen ("" for the right half of a wide character)."""
         cols = self.core.cols
-        line = [""] * start + [self._real(x, row) for x in range(max(0, start), cols)]
+        line = [""] * max(0, start) + self._row(row)[max(0, start):]
         for guess in self._guesses:
             for cell in guess.cells:
                 if not cell.done and cell.row == row and start <= cell.col < cols:

@@ -581,7 +581,7 @@ class TerminalView(Widget, can_focus=True):
         self.predictor.acked(len(data), now)
         self.predictor.rtt_sample(now - started)
         self._show_round_trip()
-        self._judge_predictions()
+        self._judge_predictions(output=False)
         self._schedule_frame()
 
     # ------------------------------------------------------------------ predicted echo
@@ -613,10 +613,11 @@ class TerminalView(Widget, can_focus=True):
             self._rtt_label = label
             self.border_subtitle = self._leave_hint()
 
-    def _judge_predictions(self) -> None:
-        """Check the guesses against what the program drew; wake up again at the next expiry."""
+    def _judge_predictions(self, output: bool = True) -> None:
+        """Check the guesses against what the program drew (`output`: new output was fed); wake up again at
+        the next expiry."""
         predictor = self.predictor
-        predictor.cull()
+        predictor.cull(output=output)
         deadline = predictor.next_deadline()
         if self._predict_timer is not None:
             self._predict_timer.stop()
@@ -627,7 +628,7 @@ class TerminalView(Widget, can_focus=True):
 
     def _prediction_deadline(self) -> None:
         self._predict_timer = None
-        self._judge_predictions()
+        self._judge_predictions(output=False)
         self._schedule_frame()
 
     def _input_failed(self, error: Exception) -> None:
@@ -658,7 +659,7 @@ class TerminalView(Widget, can_focus=True):
         if core.scroll_offset:
             core.scroll_to_bottom()
         self._type(data)
-        self._judge_predictions()  # a key typed blind may find the cursor in what is already drawn
+        self._judge_predictions(output=False)  # a key typed blind may find the cursor in what is already drawn
         self._schedule_frame()
 
     def action_leave(self) -> None:
