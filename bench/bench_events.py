@@ -9,6 +9,12 @@
    Last-Event-ID; gaps and duplicates over the whole run.
 4. the app (Pilot, the Events tab): a logged `Date.now()` until the pane's handler has it in its list
    (drawn on the next frame), p50/p95; then a flood: events in the tab vs events the service kept.
+5. the shell pane meanwhile: the app's shell tab (a raw `cat`, its output over attach) with the Events tab
+   open behind it; each key posted to the terminal until the widget draws the row holding it, at 20
+   keys/s, first with the page quiet (the baseline, same run), then while the page logs 10,000 events a
+   second. Target: the flood adds <= 1 ms at p50.
+
+    .venv/bin/python bench/bench_events.py [--count 50] [--seconds 3] [--drop-every 1000] [--keys 100]
 """
 
 from __future__ import annotations
@@ -191,11 +197,91 @@ async def app_bench(handle, browser: dict, http: httpx.AsyncClient, probe: PageP
               f"first; missing in the tab: {missing}")
 
 
+RAW_CAT = ("sh", "-c", "stty raw -echo; exec cat")  # one byte in, the same byte out (as bench_app.py)
+
+
+async def shell_keys_under_flood(handle, browser: dict, probe: PageProbe, count: int) -> None:
+    """Key -> drawn cell in the shell pane, quiet then during a 10,000 events/s flood into the Events tab."""
+    from app_support import make_app
+    from textual import events
+
+    from bbrowse.config import ShellSettings, defaults
+    from bbrowse.tui.panes.events import EventsPane
+    from bbrowse.tui.panes.shells import ShellTab
+    from bbrowse.tui.screens.session import SessionScreen
+    from bbrowse.wire import Browser
+
+    app = make_app(handle, settings=defaults().model_copy(update={"shell": ShellSettings(command=RAW_CAT)}))
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.push_screen(SessionScreen(Browser.model_validate(browser), initial_tab="events"))
+        while not app.screen.query(EventsPane):
+            await pilot.pause(0.05)
+        pane = app.screen.query_one(EventsPane)
+        app.screen.action_show_tab("shells")
+        for _ in range(400):
+            await pilot.pause(0.05)
+            tabs = app.screen.query(ShellTab)
+            if tabs and tabs.first().shell and tabs.first().shell.path == "attach":
+                break
+        terminal = app.screen.query_one(ShellTab).terminal
+        terminal.focus()
+        await pilot.pause(0.5)
+        drawn: dict[str, float] = {}
+        original = terminal.render_line
+
+        def render_line(y: int):
+            strip = original(y)
+            for char in strip.text:
+                if char.isalpha() and char not in drawn:
+                    drawn[char] = time.perf_counter()
+            return strip
+
+        terminal.render_line = render_line  # type: ignore[method-assign]
+
+        async def keys() -> tuple[list[float], int]:
+            samples, missed = [], 0
+            for i in range(count):
+                if i % 20 == 0:  # a fresh screen so every sample draws a new character
+                    terminal.reset()
+                    drawn.clear()
+                    await pilot.pause(0.05)
+                char = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[i % 20 + (i // 20 % 2) * 26]
+                drawn.pop(char, None)
+                await asyncio.sleep(0.05)  # 20 keys/s: each key starts from an idle app, as for a person
+                started = time.perf_counter()
+                terminal.post_message(events.Key(char, char))
+                while char not in drawn and time.perf_counter() < started + 2.0:
+                    await asyncio.sleep(0.0002)
+                if char in drawn:
+                    samples.append((drawn[char] - started) * 1000)
+                else:
+                    missed += 1
+            return samples, missed
+
+        quiet, quiet_missed = await keys()
+        before = len(pane.events)
+        seconds = count / 20 * 1.5 + 2  # longer than the keys take, so every key meets the flood
+        await probe.evaluate(FLOOD % int(seconds * 1000))
+        await pilot.pause(1.0)  # the flood under way
+        flooded, flooded_missed = await keys()
+        during = len(pane.events) - before
+        q = lambda s, p: statistics.quantiles(s, n=100)[p - 1]  # noqa: E731
+        for label, samples, missed in (("quiet page (baseline)", quiet, quiet_missed),
+                                       ("10,000 events/s flood", flooded, flooded_missed)):
+            print(f"shell key -> drawn cell, {label}: p50 {statistics.median(samples):.2f} ms, "
+                  f"p99 {q(samples, 99):.2f} ms ({len(samples)} keys, {missed} not drawn within 2 s)")
+        overhead = statistics.median(flooded) - statistics.median(quiet)
+        print(f"shell key -> drawn cell: the flood adds {overhead:+.2f} ms at p50 (target <= 1 ms; "
+              f"{during} events reached the Events tab meanwhile)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--drop-every", type=int, default=1000)
+    parser.add_argument("--keys", type=int, default=100, help="keys typed into the shell pane, quiet and flooded")
+    parser.add_argument("--only", choices=("shell-keys",), default=None, help="only the shell pane's keys (5)")
     args = parser.parse_args()
     handle = start_service(Path(tempfile.mkdtemp(prefix="bench-events-")))
     try:
@@ -208,6 +294,10 @@ async def main() -> None:
             client = BrowserClient(handle.url, handle.token)
             await client.sessions.get(sid)  # learn the VM route, as the app does
             async with PageProbe.showing(browser["cdp_ws_url"], PAGE) as probe:
+                if args.only == "shell-keys":
+                    await shell_keys_under_flood(handle, browser, probe, args.keys)
+                    await http.delete(f"/browsers/{sid}")
+                    return
                 raw = await raw_cdp_latency(probe, args.count)
                 ours = await latency(client, sid, probe, args.count)
                 q = lambda s, p: statistics.quantiles(s, n=100)[p - 1]  # noqa: E731
@@ -219,6 +309,7 @@ async def main() -> None:
                 result = await flood(client, http, sid, probe, args.seconds, args.drop_every, handle.pid)
                 print("flood:", json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in result.items()}))
                 await app_bench(handle, browser, http, probe, args.count, args.seconds)
+                await shell_keys_under_flood(handle, browser, probe, args.keys)
             await http.delete(f"/browsers/{sid}")
     finally:
         stop_service(handle)
