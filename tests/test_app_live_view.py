@@ -113,6 +113,26 @@ async def test_kitty_frames_replace_one_image_and_an_unchanged_frame_sends_nothi
         assert sent[-1] == f"\x1b_Ga=d,d=I,i={canvas.image_id},q=2\x1b\\"  # the image and its data freed
 
 
+@pytest.mark.parametrize("rendering", ["sixel", "halfcell"])
+async def test_a_scaled_down_frame_maps_clicks_to_the_page_in_every_rendering(rendering: str) -> None:
+    class ViewApp(App):
+        def compose(self) -> ComposeResult:
+            yield ImageView(rendering=rendering)
+
+    app = ViewApp()
+    async with app.run_test(size=(40, 12)) as pilot:  # small: sixel encodes every pixel of the view
+        view = app.query_one(ImageView)
+        await pilot.pause()
+        wanted = view.frame_pixels()  # what a screencast is asked for: the view's pixels
+        assert wanted is not None and wanted[0] >= 40
+        view.show(PILImage.new("RGB", (wanted[0], wanted[0] * 5 // 8), (0, 0, 255)), (640, 400), (1280, 800))
+        await pilot.pause()
+        geometry = view.geometry
+        assert (geometry.image_width, geometry.image_height) == (1280, 800)
+        middle = geometry.pixel_at(geometry.x + geometry.columns / 2, geometry.y + geometry.rows / 2)
+        assert abs(middle[0] - 640) <= 1280 / geometry.columns and abs(middle[1] - 400) <= 800 / geometry.rows
+
+
 # the live view against Chromium -----------------------------------------------------------
 
 
