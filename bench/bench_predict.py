@@ -50,9 +50,10 @@ def read_trace(path: Path) -> list[str]:
 
 def key_event(char: str):
     from textual import events
-    from textual.keys import _character_to_key
 
-    key = char if char.isalnum() else _character_to_key(char)
+    from bbrowse.tui.textual_private import character_to_key
+
+    key = char if char.isalnum() else character_to_key(char)
     return events.Key(key, char)
 
 
@@ -142,7 +143,7 @@ async def type_trace(url: str, token: str, browser, lines: list[str], mode: str,
         stats = terminal.predictor.stats
         result = {
             "delays": delays, "missed": missed, "leaked": leaked, "wrong_shown": stats.wrong_shown,
-            "taken_back": list(stats.taken_back), "rtt": terminal.round_trip,
+            "taken_back": list(stats.taken_back), "rtt": terminal.round_trip, "cases": list(stats.wrong_cases),
         }
         await pilot.press("ctrl+d")
     return result
@@ -187,6 +188,8 @@ async def run(args: argparse.Namespace) -> None:
                       f" {pred['missed']} not drawn  (p50 ratio {p50 / b_p50:.2f})")
                 print(f"  mispredicted drawn: {pred['wrong_shown']} ({wrong:.2%} of keys), longest shown {worst:.0f} ms"
                       f" (limit {rtt + FRAME * 1000:.0f} ms)")
+                for case in pred["cases"]:
+                    print(f"    {case}")
                 print(f"  drawn while echo was off: {pred['leaked']} (baseline {base['leaked']})")
             finally:
                 link.close()
