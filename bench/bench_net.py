@@ -1,0 +1,306 @@
+"""bbrowse over a bad network (issue 24): a service behind `tests/netem.py`'s BadLink, at 50/100/200 ms.
+
+    .venv/bin/python bench/bench_net.py stall  [--rtt 50,100,200] [--stall 30]
+    .venv/bin/python bench/bench_net.py launch [--rtt 100] [--runs 3]
+    .venv/bin/python bench/bench_net.py keys   [--rtt 50,100,200] [--count 100]
+
+- stall: the app (Pilot) on a `--kernel-compat` service through the link: a shell printing a numbered line
+  every 0.1 s and a log pane following a file written every 0.1 s. The link stalls for `--stall` s, then comes
+  back: seconds until the stall is said (top bar, both panes), and until every shell line and every log line
+  of the gap is on screen; lines lost and lines twice. Baseline in the same run: a line written with the link
+  well, until shown in the log pane (the link's own latency).
+- launch: a fresh `bbrowse` process on a remote TLS service (a test CA, `SSL_CERT_FILE`) through the link,
+  until its sessions table lists the service's sessions; the `GET /browsers` calls it made meanwhile.
+  Baseline: the same launch straight to the service (loopback, no delay). Target: <= 1 s + 4 round trips.
+- keys: a key the prediction cannot help (the shell's key path: `StdinWriter` -> `stdin`, echo back over
+  `attach`, `stty raw -echo; cat`), typed at 5/s and at 20/s; p50/p99. Baseline: the link's round trip.
+  Targets: p50 <= RTT + 10 ms at 5/s, p99 <= 2 RTT + 20 ms at 20/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import trustme  # noqa: E402
+from conftest import session_area, start_service, stop_service  # noqa: E402
+from net_support import TestCA, start_tls_service  # noqa: E402
+from netem import BadLink  # noqa: E402
+
+from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
+from bbrowse.config import ShellSettings, defaults  # noqa: E402
+from bbrowse.target import Target  # noqa: E402
+from bbrowse.tui.app import BbrowseApp  # noqa: E402
+from bbrowse.tui.panes.logs import LogsPane, LogTarget  # noqa: E402
+from bbrowse.tui.panes.shells import ShellsPane  # noqa: E402
+from bbrowse.tui.screens.session import SessionScreen  # noqa: E402
+from bbrowse.tui.screens.sessions import SessionsScreen  # noqa: E402
+from bbrowse.wire import Browser, LogSource  # noqa: E402
+
+#: Sessions without Chromium (processes, files and logs work): nothing measured here needs a browser.
+NO_BROWSER = {"BBROWSE_CHROMIUM": "/nonexistent/chromium"}
+COMPAT = {"BBROWSE_KERNEL_COMPAT": "1", **NO_BROWSER}
+PROMPT = "PROMPT>"
+SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, _, port = url.rsplit("/", 1)[-1].rpartition(":")
+    return host, int(port)
+
+
+async def _until(pilot, predicate, timeout: float) -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise TimeoutError
+        await pilot.pause(0.02)
+    return time.monotonic() - started
+
+
+# ---------------------------------------------------------------- stall
+
+async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
+    link = BadLink(_address(service.url), delay=rtt_ms / 2000)
+    client = BrowserClient(service.url, service.token)
+    browser = await client.sessions.create(timeout_seconds=600)
+    log = session_area(service, browser.session_id, "bench-net") / "app.log"
+    log.write_text("")
+    app = BbrowseApp(target=Target(ClientConfig(link.url, service.token), "remote"),
+                     settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    writer = await asyncio.create_subprocess_exec(
+        "sh", "-c", f"i=0; while :; do i=$((i+1)); echo line $i >> '{os.fspath(log)}'; sleep 0.1; done")
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, SessionsScreen), 30)
+            app.push_screen(SessionScreen(Browser.model_validate(browser.model_dump())))
+            await _until(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellsPane)),
+                         30)
+            screen = app.screen
+            tab = screen.query_one(ShellsPane)._tabs.active_pane
+            await _until(pilot, lambda: "\n".join(tab.terminal.emulator.display).rstrip().endswith(PROMPT), 30)
+            await pilot.press("alt+2")
+            await _until(pilot, lambda: bool(screen.query(LogsPane)), 10)
+            panel = await screen.query_one(LogsPane).open_log(LogTarget(LogSource.PATH, str(log)))
+            await tab.shell.write(b"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.1; done\r")
+
+            def log_numbers() -> list[int]:
+                buffer = panel.view.buffer
+                return [int(line.split()[1]) for line in (buffer.line(s) for s in range(buffer.first_seq,
+                        buffer.end_seq)) if line.startswith("line ")]
+
+            def ticks() -> list[int]:
+                emulator = tab.terminal.emulator
+                return [int(line[5:]) for line in [*emulator.scrollback_text(), *emulator.display]
+                        if line.startswith("tick-") and line[5:].isdigit()]
+
+            await _until(pilot, lambda: len(log_numbers()) > 10 and len(ticks()) > 10, 30)
+            # baseline: the link's own latency, a log line written until shown
+            before = max(int(x.split()[1]) for x in log.read_text().split("\n") if x)
+            started = time.monotonic()
+            await _until(pilot, lambda: bool(log_numbers()) and log_numbers()[-1] > before, 10)
+            baseline = time.monotonic() - started
+
+            link.stall()
+            stalled = time.monotonic()
+            said = await _until(pilot, lambda: app.connection_state == "stalled" and "stalled" in panel.connection
+                                and "stalled" in str(tab.terminal.border_title), stall)
+            await asyncio.sleep(max(0.0, stall - (time.monotonic() - stalled)))
+            last_log = max(int(x.split()[1]) for x in log.read_text().split("\n") if x)
+            link.resume()
+            back = time.monotonic()
+            shell_target = ticks()[-1] if ticks() else 0
+            await _until(pilot, lambda: log_numbers() and log_numbers()[-1] >= last_log, 60)
+            log_back = time.monotonic() - back
+            # the shell's output of the gap: more ticks than one every 0.1 s over the stall have arrived
+            expected_ticks = shell_target + int(stall / 0.1 * 0.9)
+            await _until(pilot, lambda: ticks() and ticks()[-1] >= expected_ticks, 60)
+            shell_back = time.monotonic() - back
+            numbers, shown = log_numbers(), ticks()
+            return {
+                "baseline": baseline, "said": said, "log_back": log_back, "shell_back": shell_back,
+                "log_lost": len(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)),
+                "log_twice": len(numbers) - len(set(numbers)),
+                "shell_lost": len(set(range(shown[0], shown[-1] + 1)) - set(shown)),
+                "shell_twice": len(shown) - len(set(shown)),
+            }
+    finally:
+        writer.kill()
+        await writer.wait()
+        await client.sessions.delete(browser.session_id)
+        await close_shared_clients()
+        link.close()
+
+
+def stall_bench(rtts: list[int], stall: float) -> None:
+    service = start_service(Path(tempfile.mkdtemp(prefix="bench-net-")), extra_env=COMPAT)
+    try:
+        for rtt in rtts:
+            r = asyncio.run(stall_once(service, rtt, stall))
+            print(f"RTT {rtt:3d} ms, {stall:g} s stall: said after {r['said']:.1f} s; back on screen: log "
+                  f"{r['log_back']:.2f} s, shell {r['shell_back']:.2f} s (target <= 2 s); lost/twice: log "
+                  f"{r['log_lost']:.0f}/{r['log_twice']:.0f}, shell {r['shell_lost']:.0f}/{r['shell_twice']:.0f}; "
+                  f"baseline (a line through the link well) {r['baseline']:.3f} s, ratio "
+                  f"{max(r['log_back'], r['shell_back']) / r['baseline']:.1f}x", flush=True)
+    finally:
+        stop_service(service)
+
+
+# ---------------------------------------------------------------- launch
+
+LAUNCH = """
+import time, sys
+from bbrowse.client import transport
+from bbrowse.tui import app
+from bbrowse.tui.screens import sessions
+calls = []
+original_request = transport.Transport.request
+async def request(self, method, path, **kw):
+    if method == "GET" and path == "/browsers":
+        calls.append(path)
+    return await original_request(self, method, path, **kw)
+transport.Transport.request = request
+original = sessions.SessionsScreen._apply
+def apply(self):
+    original(self)
+    if self.query_one("#sessions-table").row_count:
+        self.app.call_after_refresh(self.app.exit)
+sessions.SessionsScreen._apply = apply
+original_run = app.BbrowseApp.run
+app.BbrowseApp.run = lambda self, **kw: original_run(self, headless=True)
+app.leave_at_once = lambda the_app: None  # it ends the process (os._exit) before the figure is printed
+app.run_app()
+print(time.time() - float(sys.argv[1]), len(calls))
+"""
+
+
+def launch_bench(rtts: list[int], runs: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bench-net-ca-"))
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(folder / "ca.pem"))
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert.private_key_pem.write_to_path(str(folder / "key.pem"))
+    (folder / "cert.pem").write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+    test_ca = TestCA(ca, folder / "ca.pem", folder / "cert.pem", folder / "key.pem")
+    service = start_tls_service(folder / "state", test_ca, extra_env=NO_BROWSER)
+    try:
+        verify = ssl.create_default_context(cafile=str(test_ca.ca_file))
+        with httpx.Client(base_url=service.url, headers=service.headers, timeout=60, verify=verify) as http:
+            for _ in range(3):
+                http.post("/browsers", json={"timeout_seconds": 600})
+        env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_API_KEY", "KERNEL_BASE_URL")}
+        env.update(KERNEL_API_KEY=service.token, SSL_CERT_FILE=str(test_ca.ca_file))
+
+        def one(url: str) -> tuple[float, int]:
+            out = subprocess.run([sys.executable, "-c", LAUNCH, repr(time.time())],
+                                 env={**env, "KERNEL_BASE_URL": url, "BBROWSE_STATE_DIR": tempfile.mkdtemp()},
+                                 capture_output=True, text=True, timeout=120)
+            if out.returncode != 0 or not out.stdout.strip():
+                raise RuntimeError(f"bbrowse exited {out.returncode}: {out.stderr[-2000:]}")
+            seconds, calls = out.stdout.strip().splitlines()[-1].split()
+            return float(seconds), int(calls)
+
+        base = [one(service.url) for _ in range(runs)]
+        print(f"loopback TLS: launch to the sessions table listed: median "
+              f"{statistics.median(b[0] for b in base):.3f} s, GET /browsers calls {[b[1] for b in base]}", flush=True)
+        for rtt in rtts:
+            with BadLink(_address(service.url), delay=rtt / 2000, scheme="https") as link:
+                url = link.url.replace("127.0.0.1", "localhost")
+                timings = [one(url) for _ in range(runs)]
+            median = statistics.median(t[0] for t in timings)
+            print(f"RTT {rtt:3d} ms TLS: median {median:.3f} s (target <= {1 + 4 * rtt / 1000:.2f} s = 1 s + 4 RTT), "
+                  f"+{median - statistics.median(b[0] for b in base):.3f} s over loopback; GET /browsers calls "
+                  f"{[t[1] for t in timings]}", flush=True)
+    finally:
+        stop_service(service)
+
+
+# ---------------------------------------------------------------- keys
+
+async def keys_once(service, rtt_ms: int, count: int, rate: float) -> list[float]:
+    link = BadLink(_address(service.url), delay=rtt_ms / 2000)
+    client = BrowserClient(link.url, service.token)
+    browser = await client.sessions.create(timeout_seconds=600)
+    try:
+        proc = await client.processes.spawn(browser.session_id, "sh", args=["-c", "stty raw -echo; exec cat"],
+                                            allocate_tty=True, rows=24, cols=80)
+        echoed: asyncio.Queue[float] = asyncio.Queue()
+        from bbrowse.client import PtyOutput
+
+        def output(data: bytes) -> None:
+            for _ in data:
+                echoed.put_nowait(time.monotonic())
+
+        pty = PtyOutput(client, browser.session_id, proc.process_id, on_output=output, size=(24, 80))
+        runner = asyncio.ensure_future(pty.run())
+        writer = client.processes.stdin_writer(browser.session_id, proc.process_id)
+        await asyncio.sleep(1.0)
+        while not echoed.empty():
+            echoed.get_nowait()
+        latencies = []
+        for _ in range(count):
+            sent = time.monotonic()
+            writer.write(b"x")
+            latencies.append(await asyncio.wait_for(echoed.get(), 10) - sent)
+            await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - sent)))
+        runner.cancel()
+        return latencies
+    finally:
+        await client.sessions.delete(browser.session_id)
+        await close_shared_clients()
+        link.close()
+
+
+def keys_bench(rtts: list[int], count: int) -> None:
+    service = start_service(Path(tempfile.mkdtemp(prefix="bench-net-")), extra_env=COMPAT)
+    try:
+        for rtt in rtts:
+            for rate, (quantile, target) in ((5.0, (50, rtt + 10)), (20.0, (99, 2 * rtt + 20))):
+                values = sorted(v * 1000 for v in asyncio.run(keys_once(service, rtt, count, rate)))
+                p50 = statistics.median(values)
+                p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+                got = p50 if quantile == 50 else p99
+                print(f"RTT {rtt:3d} ms, {rate:g} keys/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms; target p{quantile} <= "
+                      f"{target} ms: {'met' if got <= target else 'NOT met'}; ratio to the RTT {p50 / rtt:.2f}x",
+                      flush=True)
+    finally:
+        stop_service(service)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("stall")
+    s.add_argument("--rtt", default="50,100,200")
+    s.add_argument("--stall", type=float, default=30.0)
+    la = sub.add_parser("launch")
+    la.add_argument("--rtt", default="100")
+    la.add_argument("--runs", type=int, default=3)
+    k = sub.add_parser("keys")
+    k.add_argument("--rtt", default="50,100,200")
+    k.add_argument("--count", type=int, default=100)
+    args = parser.parse_args()
+    rtts = [int(x) for x in args.rtt.split(",")]
+    if args.what == "stall":
+        stall_bench(rtts, args.stall)
+    elif args.what == "launch":
+        launch_bench(rtts, args.runs)
+    else:
+        keys_bench(rtts, args.count)
+
+
+if __name__ == "__main__":
+    main()
