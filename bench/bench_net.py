@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_net.py stall  [--rtt 50,100,200] [--stall 30]
     .venv/bin/python bench/bench_net.py launch [--rtt 100] [--runs 3]
     .venv/bin/python bench/bench_net.py keys   [--rtt 50,100,200] [--count 100]
+    .venv/bin/python bench/bench_net.py ctrlc  [--rtt 100] [--runs 5]
 
 - stall: the app (Pilot) on a `--kernel-compat` service through the link: a shell printing a numbered line
   every 0.1 s and a log pane following a file written every 0.1 s. The link stalls for `--stall` s, then comes
@@ -15,6 +16,8 @@
 - keys: a key the prediction cannot help (the shell's key path: `StdinWriter` -> `stdin`, echo back over
   `attach`, `stty raw -echo; cat`), typed at 5/s and at 20/s; p50/p99. Baseline: the link's round trip.
   Targets: p50 <= RTT + 10 ms at 5/s, p99 <= 2 RTT + 20 ms at 20/s.
+- ctrlc: `yes` for 2 s in a bash PTY read the shell's way through the link, then ctrl-c through `stdin`,
+  until the prompt is back. Target: <= 2 RTT + 300 ms.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from conftest import session_area, start_service, stop_service  # noqa: E402
 from net_support import TestCA, start_tls_service  # noqa: E402
 from netem import BadLink  # noqa: E402
 
-from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
+from bbrowse.client import BrowserClient, ClientConfig, PtyOutput, close_shared_clients  # noqa: E402
 from bbrowse.config import ShellSettings, defaults  # noqa: E402
 from bbrowse.target import Target  # noqa: E402
 from bbrowse.tui.app import BbrowseApp  # noqa: E402
@@ -238,7 +241,6 @@ async def keys_once(service, rtt_ms: int, count: int, rate: float) -> list[float
         proc = await client.processes.spawn(browser.session_id, "sh", args=["-c", "stty raw -echo; exec cat"],
                                             allocate_tty=True, rows=24, cols=80)
         echoed: asyncio.Queue[float] = asyncio.Queue()
-        from bbrowse.client import PtyOutput
 
         def output(data: bytes) -> None:
             for _ in data:
@@ -280,6 +282,59 @@ def keys_bench(rtts: list[int], count: int) -> None:
         stop_service(service)
 
 
+# ---------------------------------------------------------------- ctrl-c
+
+async def ctrl_c_once(service, rtt_ms: int) -> float:
+    """`yes` for 2 s in a bash PTY through the link (output read the shell's way, `PtyOutput` over attach),
+    then ctrl-c through `stdin`: seconds until the prompt is back."""
+    link = BadLink(_address(service.url), delay=rtt_ms / 2000)
+    client = BrowserClient(link.url, service.token)
+    browser = await client.sessions.create(timeout_seconds=600)
+    try:
+        proc = await client.processes.spawn(browser.session_id, SHELL[0], args=list(SHELL[1:]), allocate_tty=True,
+                                            rows=24, cols=80)
+        tail = bytearray()
+        seen = asyncio.Event()
+
+        def output(data: bytes) -> None:
+            tail.extend(data)
+            del tail[:-4096]
+            if PROMPT.encode() in tail:
+                seen.set()
+
+        pty = PtyOutput(client, browser.session_id, proc.process_id, on_output=output, size=(24, 80))
+        runner = asyncio.ensure_future(pty.run())
+        writer = client.processes.stdin_writer(browser.session_id, proc.process_id)
+        await asyncio.wait_for(seen.wait(), 30)
+        writer.write(b"yes\r")
+        await asyncio.sleep(0.5)
+        seen.clear()
+        tail.clear()
+        await asyncio.sleep(2.0)
+        sent = time.monotonic()
+        writer.write(b"\x03")
+        await asyncio.wait_for(seen.wait(), 60)
+        runner.cancel()
+        return time.monotonic() - sent
+    finally:
+        await client.sessions.delete(browser.session_id)
+        await close_shared_clients()
+        link.close()
+
+
+def ctrl_c_bench(rtts: list[int], runs: int) -> None:
+    service = start_service(Path(tempfile.mkdtemp(prefix="bench-net-")), extra_env=COMPAT)
+    try:
+        for rtt in rtts:
+            values = [asyncio.run(ctrl_c_once(service, rtt)) for _ in range(runs)]
+            median = statistics.median(values)
+            print(f"RTT {rtt:3d} ms: ctrl-c during yes until the prompt: median {median * 1000:.0f} ms "
+                  f"(runs {', '.join(f'{v * 1000:.0f}' for v in values)}); target <= {2 * rtt + 300} ms "
+                  f"(2 RTT + 300 ms): {'met' if median * 1000 <= 2 * rtt + 300 else 'NOT met'}", flush=True)
+    finally:
+        stop_service(service)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -292,12 +347,17 @@ def main() -> None:
     k = sub.add_parser("keys")
     k.add_argument("--rtt", default="50,100,200")
     k.add_argument("--count", type=int, default=100)
+    c = sub.add_parser("ctrlc")
+    c.add_argument("--rtt", default="100")
+    c.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     rtts = [int(x) for x in args.rtt.split(",")]
     if args.what == "stall":
         stall_bench(rtts, args.stall)
     elif args.what == "launch":
         launch_bench(rtts, args.runs)
+    elif args.what == "ctrlc":
+        ctrl_c_bench(rtts, args.runs)
     else:
         keys_bench(rtts, args.count)
 

@@ -18,14 +18,13 @@ import httpx
 from bbrowse.client.bodies import body
 from bbrowse.client.decode import json_body, validate
 from bbrowse.client.errors import ConnectionLost, IncompleteStream, ProtocolError, ServerError, snippet
+from bbrowse.client.retry import reconnect_delay
 from bbrowse.client.sse import check_event_stream
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
 from bbrowse.wire import Browser
 from bbrowse.wire.telemetry import BrowserUpdateRequest, TelemetryEnvelope, TelemetryRequest
 
-#: Waits between reconnects of `follow` (then the last one, repeated).
-RECONNECT_DELAYS = (0.05, 0.2, 0.5, 1.0, 2.0)
 #: Reconnects in a row without an event in between before `follow` gives up.
 RECONNECT_ATTEMPTS = 30
 
@@ -122,7 +121,7 @@ class Telemetry:
                 if failures > RECONNECT_ATTEMPTS:
                     raise ConnectionLost(f"telemetry stream: gave up after {failures - 1} reconnects: {error}") \
                         from error
-                await asyncio.sleep(RECONNECT_DELAYS[min(failures - 1, len(RECONNECT_DELAYS) - 1)])
+                await asyncio.sleep(reconnect_delay(failures - 1))  # the one backoff of every stream
             finally:
                 await source.aclose()
 
