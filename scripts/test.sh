@@ -13,8 +13,11 @@ install_log=$(mktemp)
 install_check=$!
 # Two workers, a test file each at a time: most tests wait on a browser, a PTY or the network, so two
 # keep both cores of a CI machine busy (each worker starts its own services; files keep their fixtures).
+# Files are handed out in collection order, the slowest first (tests/conftest.py SLOW_FILES), not by
+# their number of tests: a long file started last would run alone at the end.
 status=0
-.venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+.venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
+  "$@" || status=$?
 install_status=0
 wait "$install_check" || install_status=$?
 cat "$install_log"

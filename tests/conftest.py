@@ -42,6 +42,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
 
 
+#: The files that take longest, longest first (from the suite's --durations). With `--dist loadfile
+#: --no-loadscope-reorder` (scripts/test.sh) workers take files in this order, so a long file starts early
+#: instead of running alone at the end; the others follow in their usual order.
+SLOW_FILES = (
+    "test_fuzz.py", "test_app_files.py", "test_app_file_manager.py", "test_cli_shell.py", "test_app_shell.py",
+    "test_terminal_keys.py", "test_terminal_core.py", "test_computer.py", "test_cli_compat.py",
+    "test_app_keyboard.py", "test_app_compat.py", "test_integrity.py", "test_app_newcomer_reconnect.py",
+    "test_themes.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's tests keep their order
+
+
 @dataclass
 class ServiceHandle:
     url: str
