@@ -19,7 +19,7 @@ from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.wire import Browser
 
-GLOBAL = ["New session…", "Sessions", "Switch profile…", "Change theme…", "Keys", "Quit"]
+GLOBAL = ["New session…", "Sessions", "Session wall", "Switch profile…", "Change theme…", "Keys", "Quit"]
 
 
 @pytest.fixture(scope="module")
