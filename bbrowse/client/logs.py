@@ -37,6 +37,8 @@ PROBE_TIMEOUT_SECONDS = 4.0
 LIVE_GRACE_SECONDS = 0.2
 #: Lines shown last, kept to find the place in the file where a gap starts.
 SEEN_LINES = 8
+#: After a reconnect, the file is read after the new stream's first line, or after this long without one.
+FIRST_LINE_WAIT_SECONDS = 1.0
 #: After a reconnect, the new stream's lines are compared with the gap's read back for this long at most.
 OVERLAP_WAIT_SECONDS = 1.0
 #: The longest gap read back from a file (its last lines when more were written meanwhile).
@@ -329,24 +331,48 @@ class _Follower:
         if not self.by_file:
             yield LogGap(time.monotonic() - lost_at, None)
             return
+        # The file is read once the new stream has begun: after its first line (then the gap ends just before
+        # that line in the file), or after `FIRST_LINE_WAIT_SECONDS` without one (a quiet log: the stream has
+        # begun by then, and its first lines that repeat the gap's end are skipped below).
+        first: LogEvent | None = None
+        ended: LogEvent | BaseException | None = _OPENED
+        deadline = time.monotonic() + FIRST_LINE_WAIT_SECONDS
+        while first is None and ended is _OPENED:
+            try:
+                item = await asyncio.wait_for(queue.get(), max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                break
+            if item is None or isinstance(item, BaseException):
+                ended = item
+            elif item is not _OPENED:
+                first = item
         lines, rewritten = await self._lines_since_seen()
+        if first is not None and first.message in lines:
+            lines = lines[:lines.index(first.message)]
+            yield LogGap(time.monotonic() - lost_at, len(lines), rewritten)
+            now = datetime.now(UTC)
+            for line in lines:
+                yield LogEvent(message=line, timestamp=now)
+            yield first
+            return
+        if ended is not _OPENED:
+            await queue.put(ended)  # the reader has ended: nothing comes after it
         yield LogGap(time.monotonic() - lost_at, len(lines), rewritten)
         now = datetime.now(UTC)
         for line in lines:
             yield LogEvent(message=line, timestamp=now)
-        # The new stream began before the file was read: its first lines may be the gap's last ones.
-        early: list[LogEvent] = []
-        deadline = time.monotonic() + OVERLAP_WAIT_SECONDS
-        while lines and _overlap_possible(lines, [e.message for e in early if e.message]):
-            remaining = deadline - time.monotonic()
+        # Its first lines may be the gap's last ones.
+        early: list[LogEvent] = [first] if first is not None else []
+        overlap_deadline = time.monotonic() + OVERLAP_WAIT_SECONDS
+        while ended is _OPENED and lines and _overlap_possible(lines, [e.message for e in early if e.message]):
             try:
-                item = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+                item = await asyncio.wait_for(queue.get(), max(overlap_deadline - time.monotonic(), 0.001))
             except TimeoutError:
                 break
             if item is _OPENED:
                 continue
             if item is None or isinstance(item, BaseException):
-                await queue.put(item)  # the reader has ended: nothing comes after it
+                await queue.put(item)
                 break
             early.append(item)
         messages = [e.message for e in early if e.message]
