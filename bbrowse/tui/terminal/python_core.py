@@ -28,6 +28,8 @@ import codecs
 import re
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
+from typing import cast
 
 from rich.cells import get_character_cell_size
 
@@ -607,17 +609,30 @@ class PythonCore(TerminalCore):
             tail: list[Row] = []
             if mine > to_history:
                 tail.extend(screen[rows - 1 - (mine - to_history) : rows - 1])
-            tail.extend([_PlainRow(text, attr, cols) for text in lines[max(0, to_history - mine) : to_history]])
             history = self.scrollback
             gone = len(history) - (kept - mine)
             if gone >= len(history):
+                dropped = list(history)
                 history.clear()
+            else:  # copies of pointers in C, not a popleft a row
+                dropped = list(islice(history, gone))
+                rest = list(islice(history, gone, None))
+                history.clear()
+                history.extend(rest)
+            # the rows the history drops carry the new lines (no allocation under a steady flood)
+            reused: list[_PlainRow]
+            if set(map(type, dropped)) <= {_PlainRow}:
+                reused = cast("list[_PlainRow]", dropped)
             else:
-                popleft = history.popleft
-                for _ in range(gone):
-                    old = popleft()
-                    if type(old) is Row:
-                        spares.append(old)
+                reused = [row for row in dropped if isinstance(row, _PlainRow)]
+                spares.extend(row for row in dropped if type(row) is Row)
+            texts = lines[max(0, to_history - mine) : to_history]
+            for plain_row, text in zip(reused, texts, strict=False):
+                plain_row._plain = (text, attr, cols)
+                plain_row.runs = None
+                plain_row.wrapped = False
+            tail.extend(reused[: len(texts)])
+            tail.extend([_PlainRow(text, attr, cols) for text in texts[len(reused) :]])
             history.extend(tail)
             self._scroll_offset = offset
             if len(spares) > self._history_cap:
