@@ -3,6 +3,7 @@ driven with Pilot against a real local service with a real session, shell, log, 
 
     .venv/bin/python scripts/screenshots.py          # all of them
     .venv/bin/python scripts/screenshots.py wall     # only the named ones (here: wall.svg)
+    .venv/bin/python scripts/screenshots.py events   # the Events tab (events.svg)
 
 `BBROWSE_SCREENSHOTS_DIR` writes them elsewhere (to look before replacing the committed ones).
 """
@@ -92,6 +93,47 @@ async def wall_shot(service) -> None:
             await http.delete(f"/browsers/{session['session_id']}")
 
 
+#: The Events tab's page: a checkout that logs its steps, fails a request now and then, and throws at step 37.
+EVENTS_PAGE = ("data:text/html,<body style='font:40px sans-serif'><h1>Checkout</h1><script>let i=30;"
+               "const t=setInterval(()=>{i++;console.log('step '+i+' ok');"
+               "if(i%4==0)fetch('http://127.0.0.1:9/api/cart?step='+i).catch(()=>{});"
+               "if(i==37){clearInterval(t);setTimeout(()=>{throw new Error('boom at step 37')},0)}},400)"
+               "</script></body>")
+
+
+async def events_shot(service) -> None:
+    """The Events tab: a page's console lines, failed requests and an uncaught error, the error's details open."""
+    from bbrowse.tui.panes.events import EventList, EventsPane
+
+    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=60) as http:
+        session = (await http.post("/browsers", json={
+            "name": "checkout-flow", "start_url": EVENTS_PAGE, "timeout_seconds": 3600,
+            "telemetry": {"browser": {"console": {"enabled": True}, "network": {"enabled": True},
+                                      "page": {"enabled": True}}}})).json()
+        await http.post(f"/browsers/{session['session_id']}/process/exec",
+                        json={"command": "sleep", "args": ["1"]})  # a control call among the events
+        app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "embedded"))
+        async with app.run_test(size=SIZE) as pilot:
+            app.push_screen(SessionScreen(Browser.model_validate(session)))
+            await settle(pilot, 2.5)
+            app.screen.action_show_tab("events")
+            while not app.screen.query(EventsPane):
+                await settle(pilot, 0.1)
+            pane = app.screen.query_one(EventsPane)
+            for _ in range(100):  # until the uncaught error is in
+                if any("boom" in e.event.model_dump_json() for e in pane.events):
+                    break
+                await settle(pilot, 0.2)
+            await settle(pilot, 1.0)
+            app.screen.query_one(EventList).focus()
+            await pilot.press("space")  # pause, then up to the error and its details
+            errors = [i for i, e in enumerate(pane.shown) if "boom" in e.event.model_dump_json()]
+            await pilot.press(*["up"] * (len(pane.shown) - 1 - errors[-1]), "enter")
+            await settle(pilot, 1.0)
+            app.save_screenshot(str(OUT / "events.svg"))
+        await http.delete(f"/browsers/{session['session_id']}")
+
+
 async def main() -> None:
     state = Path(tempfile.mkdtemp(prefix="bbrowse-shots-"))
     service = start_service(state)
@@ -99,8 +141,11 @@ async def main() -> None:
         if ONLY:
             if "wall" in ONLY:
                 await wall_shot(service)
+            if "events" in ONLY:
+                await events_shot(service)
             return
         await wall_shot(service)
+        await events_shot(service)
         headers = service.headers
         async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as http:
             demo = (await http.post("/browsers", json={"name": "checkout-flow", "start_url": PAGE,
