@@ -134,6 +134,8 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
         assert bar.total == bar.progress == 6 * 1024 * 1024 + len("<h1>hi</h1>")
         assert (remote / "site" / "css" / "big.css").read_bytes() == (site / "css" / "big.css").read_bytes()
         await wait_for(pilot, lambda: "site/" in labels(pane))
+        await wait_for(pilot, lambda: pane.selected_entry() is not None  # the upload is highlighted once listed
+                       and pane.selected_entry().path == str(remote / "site"))
 
         # again, into the top directory: it exists there, so the pane asks before writing over it
         (site / "index.html").write_text("<h1>v2</h1>")

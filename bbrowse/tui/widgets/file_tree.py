@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Tree
@@ -188,12 +188,32 @@ class RemoteFileTree(Tree[RemoteEntry]):
     async def _list(self, node: TreeNode[RemoteEntry]) -> None:
         entry = node.data
         assert entry is not None
+        infos: list[FileInfo] | ClientError
         try:
             infos = await services(self).connected_client().fs.list_files(self.session_id, entry.path)
         except ClientError as error:
-            entry.error = str(error)
-            infos = None
+            infos = error
+        self.post_message(self.Listed(node, entry, infos, again=False))
+
+    class Listed(Message):
+        """A listing of `entry` (the data of `node`) arrived; `again`: a refresh of a listed directory."""
+
+        def __init__(self, node: TreeNode[RemoteEntry], entry: RemoteEntry, infos: list[FileInfo] | ClientError,
+                     *, again: bool) -> None:
+            super().__init__()
+            self.node, self.entry, self.infos, self.again = node, entry, infos, again
+
+    @on(Listed)
+    def _listed(self, message: Listed) -> None:
+        message.stop()
+        node, entry = message.node, message.entry
+        if message.again:
+            self._relisted(node, entry, message.infos)
+            return
         entry.loading = False
+        infos = None if isinstance(message.infos, ClientError) else message.infos
+        if isinstance(message.infos, ClientError):
+            entry.error = str(message.infos)
         if not self._is_live(node) or node.data is not entry:
             return  # the tree was re-rooted meanwhile
         node.remove_children()
@@ -230,13 +250,17 @@ class RemoteFileTree(Tree[RemoteEntry]):
     async def _relist(self, node: TreeNode[RemoteEntry]) -> None:
         entry = node.data
         assert entry is not None
+        infos: list[FileInfo] | ClientError
         try:
             infos = await services(self).connected_client().fs.list_files(self.session_id, entry.path)
-        except ClientError:
-            infos = None
+        except ClientError as error:
+            infos = error
+        self.post_message(self.Listed(node, entry, infos, again=True))
+
+    def _relisted(self, node: TreeNode[RemoteEntry], entry: RemoteEntry, infos: list[FileInfo] | ClientError) -> None:
         if not self._is_live(node) or node.data is not entry:
             return
-        if infos is None:  # the directory itself went away or became unreadable: show it as a listing would
+        if isinstance(infos, ClientError):  # the directory went away or became unreadable: shown as a listing would
             entry.loaded = False
             self._load(node)
             return

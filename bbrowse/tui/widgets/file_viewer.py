@@ -29,6 +29,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style
@@ -346,6 +347,9 @@ class FileViewer(Vertical):
     FileViewer.-lines #viewer-message, FileViewer.-image #viewer-message { display: none; }
     """
 
+    #: Bytes shown as a hex dump whatever the file is (`x`); the title and the rows follow it.
+    hex_forced: reactive[bool] = reactive(False, init=False)
+
     class Opened(Message):
         """The viewer decided what the file is and drew its first screen (or an error)."""
 
@@ -368,7 +372,6 @@ class FileViewer(Vertical):
         #: `time.perf_counter()` at the last `open_remote`/`show_bytes`, and when its first block was in.
         self.opened_at: float | None = None
         self.first_block_at: float | None = None
-        self.hex_forced = False
         self._generation = 0
         self._target = LOAD_STEP
         self._image_failed = False
@@ -450,10 +453,12 @@ class FileViewer(Vertical):
 
     def toggle_hex(self) -> None:
         """Switch a text or image file to its hex dump and back."""
-        if self.kind is None:
-            return
-        self.hex_forced = not self.hex_forced
-        self._show_kind()
+        if self.kind is not None:
+            self.hex_forced = not self.hex_forced
+
+    def watch_hex_forced(self) -> None:
+        if self.kind is not None:
+            self._show_kind()
 
     @work(exclusive=True, group="file-viewer-load")
     async def _stream(self, generation: int, session_id: str, path: str) -> None:
