@@ -1,22 +1,14 @@
 """The Chrome DevTools Protocol over Chromium's debugging pipe, shared by several clients at once.
 
-Chromium runs with `--remote-debugging-pipe`: it opens no TCP port (nothing another local user could
-reach), reads commands from its fd 3 and writes replies and events to its fd 4, each message a JSON
-text ended by a NUL byte. That pipe is the only door to the browser, so every user of the browser
-goes through one `CDPHub` on it:
-
-- each client (the service's own `CDPConnection`, each WebSocket of `cdp_proxy`) gets a browser-level
-  flat session of its own (`Target.attachToBrowserTarget`): what it sends without a `sessionId` goes
-  to that session, what it sends with one (a page it attached to) passes through unchanged;
-- message ids are rewritten so they are unique on the pipe, and restored in the reply;
-- replies and events of a client's browser session reach it without that `sessionId`, as if it had the
-  browser to itself; events of the sessions it attached reach it alone (ownership is learnt from the
-  `Target.attachedToTarget` events and attach results seen in its sessions);
-- a client that goes away is detached, which ends every session it attached.
-
-The pipe's own (root) session belongs to the hub, which only attaches and detaches clients there.
-When the pipe ends (Chromium exited), every client is told at once and every waiting command fails
-with `CDPClosedError`: nothing waits on a dead browser.
+Chromium runs with `--remote-debugging-pipe`: no TCP port (nothing another local user could reach);
+commands go in on its fd 3 and replies and events come out on fd 4, each a JSON text ended by NUL. Every
+user of the browser goes through the one `CDPHub` on that pipe. Each client (the service's own
+`CDPConnection`, each WebSocket of `cdp_proxy`) gets a browser-level flat session of its own
+(`Target.attachToBrowserTarget`), so it sees the browser as if it had it alone: message ids are made
+unique on the pipe and restored in replies, and events of the sessions it attached reach it alone
+(ownership learnt from `Target.attachedToTarget`). A client that leaves is detached, ending what it
+attached. When the pipe ends every client is told and every waiting command fails with
+`CDPClosedError`: nothing waits on a dead browser.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Driving a headful session's own X display: xdotool for input, xclip for the clipboard.
 
-A headful session's Chromium runs in a window on its own Xvfb screen, larger than the viewport
-(tab strip and toolbar above it). Requests speak viewport pixels, so every pointer position is
-shifted by where the viewport sits on the screen (`viewport_origin`, asked of the browser again
-after a second, so a moved or resized window is followed) and shifted back when the pointer is read.
-
-An action's steps become one chained xdotool command line (`keydown ctrl mousemove 10 97 click 1
-keyup ctrl`) written to a long-lived `xdotool -` of the session (see `_script`): no process start
-per action, so a click costs well under a millisecond of xdotool's time. Typed text becomes key
-presses of its characters' keysyms on the same line, except text with characters no key of the
-keymap types, which the page's CDP input types (see `_type`). If the command fails or the request is
-cancelled, every key and button the action pressed is released again.
-
-The clipboard is X's CLIPBOARD selection, the one Chromium's copy and paste use: `xclip -o` reads
-it; writing starts an `xclip` that owns the selection and serves it until something else (a copy
-in the browser) takes it over, or the session ends.
+Chromium's window on the session's Xvfb screen is larger than the viewport (tab strip and toolbar
+above it), so every pointer position is shifted by where the viewport sits (`viewport_origin`, asked
+of the browser again after a second) and shifted back when the pointer is read. An action's steps
+become one chained command line written to a long-lived `xdotool -` of the session (no process start
+per action); text whose characters no key of the keymap types goes through CDP instead. A failed or
+cancelled action releases every key and button it pressed. The clipboard is X's CLIPBOARD selection
+(Chromium's copy and paste): `xclip -o` reads it, and an `xclip` owns it after a write until something
+else takes it or the session ends.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Directory watches: `fs/watch` starts one, its SSE stream carries the changes, DELETE stops it.
 
-Each watch is one Linux inotify instance read by the event loop (no thread, no polling): a change
-is on the stream within milliseconds. Events are named as the cloud's server (fsnotify) names
-them: CREATE (also for a name moved in), WRITE, DELETE, RENAME (the old name of a move; the new
-name arrives as a CREATE). `is_dir` comes from the kernel's event, so it is right even for
-something already gone.
+Each watch is one inotify instance read by the event loop, so a change is on the stream within
+milliseconds. Events are named as Kernel's server (fsnotify) names them: CREATE (also a name moved
+in), WRITE, DELETE, RENAME (a move's old name; the new one comes as a CREATE); `is_dir` comes from the
+kernel's event. A recursive watch adds every directory below the root and each one made later, and
+reports what a new directory already holds as CREATE events, so nothing made there goes unseen.
 
-A recursive watch adds every directory below the root, and each directory created (or moved in)
-later; what a new directory already holds when its watch is added (`mkdir -p a/b/c`, a directory
-moved in whole) is reported as CREATE events too, so nothing made there goes unseen.
-
-Events wait in a bounded queue until a reader takes them, so changes between `watch` and opening
-the stream are not lost. One reader at a time: a new stream takes over (the previous one ends), so
-a client that lost its connection just opens the stream again. When the queue is full the oldest
-events are dropped and counted in the log. The watch ends when it is stopped, when its session
-ends, or when the watched directory itself is deleted or moved away (a last DELETE, then the
-stream ends).
+Events wait in a bounded queue (the oldest dropped and logged when full) until the one reader takes
+them; a new stream takes over from the previous one, so a client that lost its connection reopens it.
+The watch ends when stopped, with its session, or when the watched directory goes (a last DELETE).
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """Browser sessions: identity, naming, paging, inactivity timeout and teardown.
 
-A session owns a working directory, its supervised logs, its processes and (see `browsers`) a
-Chromium. Other parts attach to a session through the hooks on `SessionManager` rather than the
-manager knowing about them: `on_create` runs after a session is registered (launch a browser),
-`on_delete` runs when it ends (kill processes, stop recording, stop the browser).
+A session owns a working directory, its supervised logs, and what the other managers keep on it (typed
+fields: browser, sandbox, input, processes, watches). They hook in through `SessionManager.on_create`
+(after a session is registered) and `on_delete` (when it ends) rather than the manager knowing them.
 
-Each session is recorded in `<sessions dir>/<id>/session.json` (its id, create request, times). A
-service that stops normally ends every session first; one that was killed (SIGKILL, the OOM killer,
-a power cut) finds the records of the sessions it had when it starts again, and `restore` brings them
-back under the same id and name with a new browser, so clients and the app's panes carry on. What
-lived only in memory is gone: processes (a killed service's children end with it) and recordings.
-A record carries a format `version`; one of a version this bbrowse does not read (written by a newer
-release, say) is skipped with one line in the service log and left on disk as it is, never a crash.
-
-An ended session stays known (410, listed as deleted) until retention (`retention.py`) removes its
-files and `forget`s it.
+Each session is recorded in `<sessions dir>/<id>/session.json`. A service that was killed finds the
+records of the sessions it had when it starts again and `restore`s them under the same id and name
+with a new browser (processes and recordings, which lived in memory, are gone). A record of a format
+`version` this bbrowse does not read is skipped with one log line and left on disk. An ended session
+stays known (410) until retention removes its files and `forget`s it.
 """
 
 from __future__ import annotations
