@@ -19,7 +19,8 @@ from bbrowse.tui.screens.broadcast import BroadcastScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.screens.wall import WallScreen, grid_shape
-from bbrowse.tui.widgets.tile import SessionTile
+from bbrowse.tui.widgets.tile import SessionTile, TileState
+from bbrowse.wire import Browser
 
 PROMPT = "PROMPT>"
 SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
@@ -180,3 +181,18 @@ async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(bro
         assert [str(t.border_title).rsplit(" · ", 1)[1] for t in terminals] == ["exit 4", "exit 3", "exit 3"]
     for session in mine:
         await browserless_http.delete(f"/browsers/{session['session_id']}")
+
+
+def test_badges_say_what_needs_a_person() -> None:
+    """The badges a tile draws from what it saw (no service: the states are those the tests above reach live)."""
+    browser = Browser.model_validate({"session_id": "s1", "cdp_ws_url": "", "created_at": "2026-01-01T00:00:00Z",
+                                      "headless": True, "stealth": False, "timeout_seconds": 60})
+    now = 1000.0
+    assert TileState(touched_at=now - 5).badges(browser, now) == []
+    reaping = TileState(touched_at=now - 50).badges(browser, now)  # 10 s of its 60 s timeout left
+    assert reaping == [("⌛ reaped in 10s", "bold yellow")]
+    assert [text for text, _ in TileState(down="503", recording=True).badges(browser, now)] == ["⚠ browser down",
+                                                                                               "● REC"]
+    assert [text for text, _ in TileState(restarted=True).badges(browser, now)] == ["⚠ restarted"]
+    assert [text for text, _ in TileState(gone=True, touched_at=now - 59).badges(browser, now)] == ["ended"]
+    assert TileState(changed_at=now - 125).idle(now) == "125s" and TileState().idle(now) == "–"
