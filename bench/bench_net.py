@@ -107,6 +107,16 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
                 return [int(line.split()[1]) for line in (buffer.line(s) for s in range(buffer.first_seq,
                         buffer.end_seq)) if line.startswith("line ")]
 
+            def last_tick() -> int:  # cheap: the visible rows only (polled while measuring)
+                shown = [int(line[5:]) for line in tab.terminal.emulator.display
+                         if line.startswith("tick-") and line[5:].isdigit()]
+                return max(shown, default=0)
+
+            def last_line() -> int:
+                buffer = panel.view.buffer
+                line = buffer.line(buffer.end_seq - 1) if buffer.end_seq > buffer.first_seq else ""
+                return int(line.split()[1]) if line.startswith("line ") else 0
+
             def ticks() -> list[int]:
                 emulator = tab.terminal.emulator
                 return [int(line[5:]) for line in [*emulator.scrollback_text(), *emulator.display]
@@ -116,7 +126,7 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
             # baseline: the link's own latency, a log line written until shown
             before = max(int(x.split()[1]) for x in log.read_text().split("\n") if x)
             started = time.monotonic()
-            await _until(pilot, lambda: bool(log_numbers()) and log_numbers()[-1] > before, 10)
+            await _until(pilot, lambda: last_line() > before, 10)
             baseline = time.monotonic() - started
 
             link.stall()
@@ -128,10 +138,10 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
             link.resume()
             back = time.monotonic()
             produced = int(count.read_text().strip() or 0)
-            await _until(pilot, lambda: log_numbers() and log_numbers()[-1] >= last_log, 60)
+            await _until(pilot, lambda: last_line() >= last_log, 60)
             log_back = time.monotonic() - back
             # the shell's output of the gap: every tick the loop had printed when the link came back
-            await _until(pilot, lambda: ticks() and ticks()[-1] >= produced, 120)
+            await _until(pilot, lambda: last_tick() >= produced, 120)
             shell_back = time.monotonic() - back
             numbers, shown = log_numbers(), ticks()
             return {

@@ -30,8 +30,8 @@ from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
 #: A one-shot read of a supervised program's log ends after this long without an event.
 QUIET_SECONDS = 2.0
 #: A followed stream quiet this long is checked with a call; one unanswered this long means a stalled link
-#: (a stall is noticed within 5 + 4 s).
-PROBE_AFTER_SECONDS = 5.0
+#: (a stall is noticed within 4 + 4 s).
+PROBE_AFTER_SECONDS = 4.0
 PROBE_TIMEOUT_SECONDS = 4.0
 #: A stream without an answer or a refusal this long after its request is said to be live.
 LIVE_GRACE_SECONDS = 0.2

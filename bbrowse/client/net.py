@@ -22,8 +22,8 @@ KEEPALIVE_IDLE = 4
 KEEPALIVE_INTERVAL = 2
 KEEPALIVE_COUNT = 3
 #: WebSocket pings: one every `PING_INTERVAL` s; no pong within `PING_TIMEOUT` s closes the connection.
-PING_INTERVAL = 5.0
-PING_TIMEOUT = 5.0
+PING_INTERVAL = 4.0
+PING_TIMEOUT = 4.0
 
 _contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
 
