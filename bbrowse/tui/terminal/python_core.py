@@ -614,6 +614,9 @@ class PythonCore(TerminalCore):
             if gone >= len(history):
                 dropped = list(history)
                 history.clear()
+            elif gone < len(history) // 4:  # a small feed: its few rows one by one
+                popleft = history.popleft
+                dropped = [popleft() for _ in range(gone)]
             else:  # copies of pointers in C, not a popleft a row
                 dropped = list(islice(history, gone))
                 rest = list(islice(history, gone, None))
