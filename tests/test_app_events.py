@@ -110,6 +110,9 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             screen = app.screen
             await wait_for(pilot, lambda: screen.tabbed.active == "replays" and screen.query("ReplaysPane"),
                            what="read-only: on its replays")
+            hint = screen.query_one("#replays-hint")
+            await wait_for(pilot, lambda: "ended" in hint.hint, what="the replays hint of an ended session")
+            assert "record" not in hint.hint.replace("recordings", ""), hint.hint  # no "press r to start recording"
             await pilot.press("6")
             await wait_for(pilot, lambda: bool(screen.query(EventsPane)), what="events pane")
             pane = screen.query_one(EventsPane)

@@ -104,7 +104,7 @@ class EventList(ScrollView, can_focus=True):
         self.rows = rows
         if follow or self.cursor >= len(rows):
             self.cursor = len(rows) - 1
-        self.virtual_size = Size(self.size.width, len(rows))
+        self.virtual_size = Size(0, len(rows))  # no horizontal scrolling: its bar would hide the last row
         if follow:
             self.scroll_end(animate=False, immediate=True)
         self.refresh()
@@ -323,7 +323,7 @@ class EventsPane(SessionPane):
             parts.append(f"/{self.pattern.pattern}/")
         if self.ended:
             parts.append(self.ended)
-        if not self.events:
+        if not self.events and not (self.ended or getattr(self.screen, "ended", False)):
             parts.append("no events yet: t records this session's console, network and page events")
         parts.append("space follow · f category · e errors · / filter · enter details · c copy · v frame")
         self.query_one("#events-status", Static).update(" · ".join(parts), layout=False)  # one line, always

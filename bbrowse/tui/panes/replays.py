@@ -24,6 +24,9 @@ from bbrowse.wire import Replay
 
 HINT = "{replays.toggle} record/stop · {replays.download} download · {replays.copy_url} copy view URL"
 EMPTY_HINT = "No recordings yet. Press {replays.toggle} to start recording this session's browser."
+#: On an ended session (read-only): nothing can be recorded any more.
+ENDED_HINT = "{replays.download} download · {replays.copy_url} copy view URL · the session has ended"
+ENDED_EMPTY_HINT = "No recordings: the session ended without any."
 REFRESH_SECONDS = 2.0
 #: The longest wait between two listings while nothing changes (polled only while the tab is shown).
 LONGEST_REFRESH_SECONDS = 30.0
@@ -124,7 +127,11 @@ class ReplaysPane(SessionPane):
         table = self.query_one(DataTable)
         sync_rows(table, {r.replay_id: replay_cells(r) for r in replays}, [key for key, _ in COLUMNS])
         fit_columns(table, FITS)
-        self.query_one("#replays-hint", HintLine).update_hint(HINT if replays else EMPTY_HINT)
+        if getattr(self.screen, "ended", False):  # an ended session's screen: what it kept, read-only
+            hint = ENDED_HINT if replays else ENDED_EMPTY_HINT
+        else:
+            hint = HINT if replays else EMPTY_HINT
+        self.query_one("#replays-hint", HintLine).update_hint(hint)
 
     def selected(self) -> Replay | None:
         table = self.query_one(DataTable)
