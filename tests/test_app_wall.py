@@ -8,10 +8,12 @@ tiles' pictures and the recording badge use the default service's real Chromium.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
+from pathlib import Path
 
 import httpx
-from app_support import make_app, type_text, wait_for
+from app_support import make_app, type_text, use_downloads_dir, wait_for, wait_for_notification
 
 from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -105,7 +107,9 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
         await browserless_http.delete(f"/browsers/{session['session_id']}")
 
 
-async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_session(service, http) -> None:
+async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_session(service, http, monkeypatch,
+                                                                                   tmp_path) -> None:
+    downloads = use_downloads_dir(monkeypatch, tmp_path)
     tag = uuid.uuid4().hex[:6]
     mine = await make_sessions(http, f"live-{tag}", 2, at_once=True)
     replay = await http.post(f"/browsers/{mine[1]['session_id']}/replays", json={})
@@ -127,7 +131,24 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
         await wait_for(pilot, lambda: "● REC" in line_of(recording), what="the recording badge")
         assert "● REC" not in line_of(tiles(app)[0])
 
-        await pilot.press("enter")
+        # on a selection: a screenshot of each into one new folder; recording started where it was not, then stopped
+        await pilot.press("space", "right", "space")
+        await pilot.press("S")
+        saved = await wait_for_notification(pilot, "2 screenshots saved in ", timeout=20)
+        folder = Path(saved.split(" saved in ", 1)[1])
+        assert folder.parent == downloads and sorted(os.listdir(folder)) == [
+            f"{mine[0]['name']}.png", f"{mine[1]['name']}.png"]
+        await pilot.press("R")
+        await wait_for_notification(pilot, "Recording started on 1 session", timeout=20)
+        replays = (await http.get(f"/browsers/{mine[0]['session_id']}/replays")).json()
+        assert [r.get("finished_at") for r in replays] == [None]
+        await pilot.press("R")
+        await wait_for_notification(pilot, "Recording stopped on 2 sessions", timeout=20)
+        for session in mine:
+            replays = (await http.get(f"/browsers/{session['session_id']}/replays")).json()
+            assert all(r.get("finished_at") for r in replays), replays
+
+        await pilot.press("left", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
         assert app.screen.browser.session_id == mine[0]["session_id"]
         assert not any(t.pulling for t in wall.query(SessionTile))  # covered: the wall pulls nothing
