@@ -206,6 +206,8 @@ class SessionTile(Widget):
         self._pull_task: asyncio.Task[None] | None = None
         self._replays_task: asyncio.Task[None] | None = None
         self.selected = False
+        self._drawn_title: str | None = None
+        self._drawn_line: Text | None = None
         self.canvas = HalfcellCanvas()
         self.line = Static("", classes="tile-line", markup=False)
 
@@ -231,16 +233,22 @@ class SessionTile(Widget):
         self.redraw_labels()
 
     def redraw_labels(self) -> None:
+        """The title and the line under the picture, rewritten only when they changed (never a new layout:
+        a Static's update lays the whole screen out again by default, at every frame of every tile)."""
         browser = self.browser
-        if browser is None:
-            self.border_title = ""
-            self.line.update("")
-            return
         if getattr(self.source, "holds_activity", False):
             self.state.touched_at = time.monotonic()
-        mark = "✓ " if self.selected else ""
-        self.border_title = Text(mark + (browser.name or browser.session_id), overflow="ellipsis")
-        self.line.update(tile_line(browser, self.state, time.monotonic(), self.content_size.width or 40))
+        if browser is None:
+            title, line = "", Text()
+        else:
+            title = ("✓ " if self.selected else "") + (browser.name or browser.session_id)
+            line = tile_line(browser, self.state, time.monotonic(), self.content_size.width or 40)
+        if title != self._drawn_title:
+            self._drawn_title = title
+            self.border_title = Text(title, overflow="ellipsis")
+        if line != self._drawn_line:
+            self._drawn_line = line
+            self.line.update(line, layout=False)
 
     # frames ----------------------------------------------------------------------
 
@@ -292,6 +300,7 @@ class SessionTile(Widget):
         state.frames += 1
         state.frame_times.append(now)
         del state.frame_times[:-20]
+        news = state.down is not None or state.changed_at is None  # else the labels move on once a second
         if state.down is not None:
             state.down = None
             state.restarted = True
@@ -300,7 +309,8 @@ class SessionTile(Widget):
         self.canvas.show(image)
         if self.canvas.rows_changed or state.changed_at is None:  # the picture changed where it shows
             state.changed_at = now
-        self.redraw_labels()
+        if news:
+            self.redraw_labels()
 
     async def _watch_replays(self, client: BrowserClient, session_id: str) -> None:
         state = self.state
