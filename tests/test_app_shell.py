@@ -4,7 +4,11 @@ Each test types into the focused terminal with Pilot, exactly as a user would, a
 emulator holds (the widget draws that state). The shell has a fixed prompt (bash without rc files,
 PS1 set), so nothing depends on the host name, the user or the length of the temp path. Most tests
 run against the default service and against `--kernel-compat`, where PTY output exists only on the
-attach WebSocket.
+attach WebSocket. What the terminal core decides in the pane (colours, the alternate screen, ctrl-c
+reaching the program) also runs on the Python core (`core_target`, `core`); what is transport only
+(attach, sizes, reattach, several shells) runs on the default core. The flood test stays on the default
+core: the Python core's ctrl-c under `yes` took 1.7-8.4 s on a machine at load 25-40, too near its
+bound (test_terminal_widget floods both cores without the app).
 """
 
 from __future__ import annotations
@@ -19,15 +23,19 @@ from pathlib import Path
 import pytest
 from app_support import make_app, type_text, wait_for
 from conftest import session_area
+from terminal_cores import CORE_PARAMS, use_core
 
 from bbrowse.client import BrowserClient
 from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.terminal.cells import DEFAULT
+from bbrowse.tui.terminal.core import ENV, core_status
 from bbrowse.wire import Browser
 
 PROMPT = "PROMPT>"
+#: Without libghostty every pane has the Python core.
+ENV_FORCES_PYTHON = core_status()[0] == "python"
 SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
@@ -53,6 +61,23 @@ def target(request, service, compat_service, default_browser, compat_browser):
     if request.param == "default":
         return service, default_browser, "default"
     return compat_service, compat_browser, "compat"
+
+
+@pytest.fixture(params=["default", "compat", "python"])
+def core_target(request, monkeypatch, service, compat_service, default_browser, compat_browser):
+    """As `target`, and the default service once more with the Python terminal core."""
+    if request.param == "python":
+        monkeypatch.setenv(ENV, "python")
+        return service, default_browser, "default, Python core"
+    if request.param == "default":
+        return service, default_browser, "default"
+    return compat_service, compat_browser, "compat"
+
+
+@pytest.fixture(params=CORE_PARAMS)
+def core(request, monkeypatch) -> str:
+    """Each terminal core in turn (the app's panes build theirs from the setting)."""
+    return use_core(request, monkeypatch)
 
 
 def shell_app(service):
@@ -88,11 +113,12 @@ def border(tab: ShellTab) -> str:
     return str(tab.terminal.border_title)
 
 
-async def test_echo_colour_and_exit_code_over_attach(target) -> None:
-    service, browser, _ = target
+async def test_echo_colour_and_exit_code_over_attach(core_target) -> None:
+    service, browser, mode = core_target
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
+        assert (tab.terminal.emulator.name == "python") == ("Python" in mode or ENV_FORCES_PYTHON)
         assert tab.shell.path == "attach" and border(tab).endswith("· attach"), border(tab)
         await type_line(pilot, "echo hi-$((6*7))")
         await wait_for(pilot, lambda: "\nhi-42" in screen_text(tab), what="hi echoed")
@@ -228,12 +254,13 @@ async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(servic
             writer.close()
 
 
-async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser) -> None:
+async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser, core) -> None:
     page = page_in(service, default_browser)
     page.write_text("".join(f"alt-screen line {i}\n" for i in range(200)))
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, default_browser)
+        assert tab.terminal.emulator.name == core
         await type_line(pilot, "echo before-less")
         await wait_for(pilot, lambda: "\nbefore-less" in screen_text(tab))
         before = screen_text(tab)
