@@ -36,10 +36,12 @@ async def test_exec_on_every_matching_session(browserless_service, browserless_h
     everything = bb(browserless_service, "exec", "--all", "--json", "--", "true")
     assert everything.stdout, everything.stderr
     entries = json.loads(everything.stdout)
-    assert everything.returncode == 0, everything.stderr
     by_id = {e["session_id"]: e for e in entries}
+    # other tests' sessions on this service may end meanwhile: the status is 0 only when every one worked
+    assert everything.returncode == (0 if all(e.get("exit_code") == 0 for e in entries) else 1), entries
     assert {b["session_id"] for b in [*made, other]} <= set(by_id)
-    assert by_id[made[0]["session_id"]]["name"] == names[0] and by_id[made[0]["session_id"]]["exit_code"] == 0
+    assert all(by_id[b["session_id"]]["exit_code"] == 0 for b in [*made, other])
+    assert by_id[made[0]["session_id"]]["name"] == names[0]
 
     failing = json.loads(bb(browserless_service, "exec", "--query", f"fleet-{tag}", "--json", "--",
                             "sh", "-c", "printf x; test ! -e fail-marker").stdout)
