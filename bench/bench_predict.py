@@ -72,7 +72,7 @@ async def type_trace(url: str, token: str, browser, lines: list[str], mode: str,
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(SessionScreen(browser))
 
-        async def until(predicate, seconds: float = 20.0) -> bool:
+        async def until(predicate, seconds: float = 60.0) -> bool:
             deadline = time.monotonic() + seconds
             while time.monotonic() < deadline:
                 if predicate():
@@ -83,7 +83,8 @@ async def type_trace(url: str, token: str, browser, lines: list[str], mode: str,
         assert await until(lambda: bool(app.screen.query(ShellTab)))
         tab = app.screen.query_one(ShellTab)
         terminal = tab.terminal
-        assert await until(lambda: tab.shell is not None and tab.shell.running)
+        started = await until(lambda: tab.shell is not None and tab.shell.running)
+        assert started, f"the shell did not start: {terminal.border_title}, {app._notifications!r}"
         if not terminal.has_focus:
             await pilot.press("enter")
         core = terminal.core

@@ -10,8 +10,8 @@ keys are never drawn. Full-screen programs get the same rule (and switching scre
 
 A guess is judged on every piece of output: the cell shows it (confirmed: the epoch is shown), the cell
 shows something else (wrong: taken back at once, everything if it was shown), or the cell is unchanged
-after the key's `stdin` call came back and an echo's grace passed (30 ms, a quarter of the round trip on
-slower links: expired, wrong too). Guesses are drawn
+after the key's `stdin` call came back and an echo's grace passed (30 ms, half the round trip on slower
+links: expired, wrong too). Guesses are drawn
 while the smoothed round trip of `stdin` calls is above 30 ms (hysteresis down to 20, or after a 250 ms
 glitch), underlined above 80 ms (down to 50): mosh's thresholds. `mode`: auto, always (drawn whatever
 the round trip) or never (no guess made).
@@ -87,6 +87,8 @@ class Stats:
     wrong: int = 0  # guesses that turned out wrong
     wrong_shown: int = 0  # of those, ones that had been drawn (a misprediction the user saw)
     taken_back: list[float] = field(default_factory=list)  # seconds from a drawn wrong guess's key to its removal
+    #: Each drawn wrong guess: what was guessed, what the cell showed, and whether it was only its expiry.
+    wrong_cases: list[str] = field(default_factory=list)
 
 
 class Predictor:
@@ -282,11 +284,11 @@ class Predictor:
     def _grace(self) -> float:
         """How long after a `stdin` call came back its echo may still arrive (it travels on another
         connection: the jitter between the two grows with the round trip)."""
-        return max(ECHO_GRACE, (self.srtt or 0) / 4)
+        return max(ECHO_GRACE, (self.srtt or 0) / 2)
 
     def _settled(self, now: float) -> bool:
         """Every byte sent reached the program and its echo had time to arrive."""
-        return self._acked >= self._sent and now - self._last_ack >= self._grace()
+        return self._acked >= self._sent and now >= self._last_ack + self._grace()
 
     def _resync(self, now: float) -> None:
         """Find the cursor again: the keys typed blind were echoed left of it (the rest are guessed from
@@ -329,7 +331,7 @@ class Predictor:
         for guess in list(self._guesses):
             if guess not in self._guesses:  # removed by a reset while judging
                 continue
-            expired = guess.acked_at is not None and now - guess.acked_at >= grace
+            expired = guess.acked_at is not None and now >= guess.acked_at + grace
             for cell in guess.cells:
                 if cell.done:
                     continue
@@ -342,7 +344,8 @@ class Predictor:
                     if cell.credit:
                         self._confirm(guess, now)
                 elif current != cell.char and (current not in cell.originals or expired):
-                    self._wrong(guess, now)
+                    self._wrong(guess, now, f"{cell.char!r} at column {cell.col}: the cell shows {current!r}"
+                                            f"{' (expired)' if current in cell.originals else ''}")
                     break
             else:
                 if all(cell.done for cell in guess.cells) and guess in self._guesses:
@@ -364,12 +367,13 @@ class Predictor:
             if not self._glitch:
                 self._mark_all()
 
-    def _wrong(self, guess: Guess, now: float) -> None:
+    def _wrong(self, guess: Guess, now: float, why: str) -> None:
         """A guess the output contradicts: its epoch goes (everything, if it was drawn)."""
         self.stats.wrong += 1
         if guess.shown_at is not None:
             self.stats.wrong_shown += 1
             self.stats.taken_back.append(now - guess.made)
+            self.stats.wrong_cases.append(why)
             self.reset()
             return
         self._mark_all()
