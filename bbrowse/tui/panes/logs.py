@@ -88,28 +88,26 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
 
     `read_history`: the service has no `tail` (Kernel's VM), so a file's last lines are read with `read_file`
     first (`Logs.existing`); a line written between that read and the stream's start is missed."""
-    view = panel.view
-    push = view.push
-    panel.connection = "connecting…"
+    feed = panel.feed  # the worker writes to the feed; the panel draws it
+    push = feed.line
+    feed.state("connecting…")
     history_read = False
 
     def state(now: str, reason: str | None) -> None:
-        view.flush()
         if now == LIVE:
-            panel.connection = "● live"
+            feed.state("● live")
             services(panel).connection_ok()
         elif now == STALLED:
-            panel.connection = f"link stalled: {reason}" if reason else "link stalled"
+            feed.state(f"link stalled: {reason}" if reason else "link stalled")
             services(panel).link_stalled()
         elif now == RECONNECTING:
-            panel.connection = f"reconnecting ({reason})" if reason else "reconnecting…"
+            feed.state(f"reconnecting ({reason})" if reason else "reconnecting…")
             services(panel).connection_lost(ConnectionLost(reason or "the log stream dropped"))
 
     try:
         if read_history and target.history and target.source is LogSource.PATH:
             async for event in client.logs.existing(session_id, path=target.name, tail=target.history):
                 push(event.message, event.timestamp.timestamp())
-            view.flush()
             history_read = True
         events = client.logs.follow(
             session_id,
@@ -124,7 +122,7 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
         stamp, seconds = None, 0.0
         async for item in events:
             if isinstance(item, LogGap):
-                view.add_gap(item.seconds)
+                feed.gap(item.seconds)
                 continue
             if item.timestamp != stamp:  # lines read together share their timestamp
                 stamp, seconds = item.timestamp, item.timestamp.timestamp()
@@ -134,25 +132,18 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
             if count % YIELD_EVERY_EVENTS == 0:
                 await asyncio.sleep(0)
     except ClientError as error:  # only what another try would not change: a missing file or session...
-        view.flush()
-        panel.connection = f"stopped: {describe_error(error)}"
-        if not count_shown(view):  # say it where the lines would be, not only in a toast
-            view.append_lines([f"Could not open {target.label}: {describe_error(error)}"])
+        feed.state(f"stopped: {describe_error(error)}")
+        if not feed.lines_written:  # say it where the lines would be, not only in a toast
+            feed.note([f"Could not open {target.label}: {describe_error(error)}"])
             services(panel).report_error(error, f"Could not open the log {target.label}")
         return
-    view.flush()
     # The service said once that it has no such log and ended the stream (Kernel's VM).
     if target.source is LogSource.SUPERVISOR and last.strip() == LOGS_SOURCE_NOT_AVAILABLE:
-        panel.connection = "not available on this service: o opens a file log"
-        view.append_lines([UNAVAILABLE_NOTE])
+        feed.state("not available on this service: o opens a file log")
+        feed.note([UNAVAILABLE_NOTE])
         panel.post_message(SupervisorLogsUnavailable(target))
     else:
-        panel.connection = f"stopped: {last.strip()}" if last else "stopped"
-
-
-def count_shown(view: LogView) -> int:
-    """How many lines the view holds."""
-    return view.buffer.end_seq - view.buffer.first_seq
+        feed.state(f"stopped: {last.strip()}" if last else "stopped")
 
 
 class PathSuggester(Suggester):

@@ -176,6 +176,14 @@ class LogView(ScrollView, can_focus=True):
             self._flush_pending = True
             self.set_timer(1 / FRAMES_PER_SECOND, self.flush)
 
+    def push_many(self, lines: list[str], times: list[float]) -> None:
+        """Queue lines and their timestamps (as `push`, for a batch)."""
+        self._incoming.extend(lines)
+        self._incoming_times.extend(times)
+        if not self._flush_pending:
+            self._flush_pending = True
+            self.set_timer(1 / FRAMES_PER_SECOND, self.flush)
+
     def append_lines(self, lines: list[str], timestamp: float = 0.0) -> None:
         """Add lines at once (fixed content, tests, snapshots), bypassing the frame timer."""
         self._incoming.extend(lines)
@@ -815,11 +823,73 @@ class LogStatus(Widget):
             self.refresh()
 
 
+class LogFeed:
+    """What a log's stream worker writes to: lines, gap markers, notes and the connection state, kept in order.
+
+    Workers report, handlers draw: writing only queues (a line is two list appends) and posts `Arrived` to the
+    panel when none is on its way; the panel's handler draws everything queued. A feed whose panel is gone
+    is drawn by nobody.
+    """
+
+    class Arrived(Message):
+        """The feed has something to draw."""
+
+    def __init__(self, panel: LogPanel) -> None:
+        self._panel = panel
+        self._lines: list[str] = []
+        self._times: list[float] = []
+        #: What is queued, in order: ("lines", lines, times), ("gap", seconds), ("note", lines), ("state", text).
+        self._queue: list[tuple] = []
+        self._posted = False
+        #: Lines written so far (notes left out).
+        self.lines_written = 0
+
+    def line(self, text: str, timestamp: float = 0.0) -> None:
+        self._lines.append(text)
+        self._times.append(timestamp)
+        self.lines_written += 1
+        self._post()
+
+    def gap(self, seconds: float) -> None:
+        """The stream was cut for `seconds`: lines written meanwhile may be missing."""
+        self._enqueue(("gap", seconds))
+
+    def note(self, lines: list[str]) -> None:
+        """Lines of the app's own (an error, a hint), shown where the log's lines go."""
+        self._enqueue(("note", lines))
+
+    def state(self, text: str) -> None:
+        """The stream's state for the status line ("● live", "reconnecting…", "stopped: …")."""
+        self._enqueue(("state", text))
+
+    def _enqueue(self, item: tuple) -> None:
+        self._cut()
+        self._queue.append(item)
+        self._post()
+
+    def _cut(self) -> None:
+        if self._lines:
+            self._queue.append(("lines", self._lines, self._times))
+            self._lines, self._times = [], []
+
+    def _post(self) -> None:
+        if not self._posted:
+            self._posted = True
+            self._panel.post_message(self.Arrived())
+
+    def take(self) -> list[tuple]:
+        """Everything queued, in order (the panel's handler calls it)."""
+        self._posted = False
+        self._cut()
+        queue, self._queue = self._queue, []
+        return queue
+
+
 class LogPanel(Vertical):
     """One log pane: the view, a prompt for search/filter, and the status line.
 
     `title` names the source (`chromium`, `/var/log/app.log`); `slug` is used in saved file names.
-    `feed(panel)`, when given, is the coroutine that streams lines into `panel.view`: it runs as this
+    `feed(panel)`, when given, is the coroutine that streams lines into `panel.feed` (a `LogFeed`): it runs as this
     panel's worker from mount, so removing the panel cancels the stream. Without it the panel shows
     whatever is appended to its view (fixed content, snapshots).
     """
@@ -862,6 +932,7 @@ class LogPanel(Vertical):
     ) -> None:
         super().__init__(id=id)
         self._feed = feed
+        self.feed = LogFeed(self)
         self.title = title
         self.slug = slug
         self.capacity = capacity
@@ -885,6 +956,22 @@ class LogPanel(Vertical):
         self.update_status()
         if self._feed is not None:
             self.run_worker(self._feed(self), group="log-stream", exclusive=True, exit_on_error=False)
+
+    @on(LogFeed.Arrived)
+    def _feed_arrived(self, message: LogFeed.Arrived) -> None:
+        message.stop()
+        view = self.view
+        for item in self.feed.take():
+            kind = item[0]
+            if kind == "lines":
+                view.push_many(item[1], item[2])
+            elif kind == "gap":
+                view.add_gap(item[1])
+            elif kind == "note":
+                view.append_lines(item[1])
+            else:
+                view.flush()  # the lines before a state change are shown with it
+                self.connection = item[1]
 
     def focus_view(self) -> None:
         self.view.focus()
