@@ -132,7 +132,8 @@ class Screencast:
         self.max_width, self.max_height = max_width, max_height
         if self._page_session is not None and self._ended is None:
             await self._call("Page.stopScreencast", session=self._page_session)
-            self._pending, self._owed = None, []  # a frame of the old size is not worth drawing
+            self._pending = None  # a frame of the old size is not worth drawing
+            self._acknowledge()  # what was received is acknowledged before the restart, as after a take
             await self._start_cast()
 
     async def stop(self) -> None:
@@ -171,9 +172,7 @@ class Screencast:
         self._arrived.clear()
         if params is None:
             return None
-        owed, self._owed = self._owed, []
-        for number in owed:
-            self._send("Page.screencastFrameAck", {"sessionId": number}, session=self._page_session)
+        self._acknowledge()
         metadata = params.get("metadata") or {}
         self.taken += 1
         self.latest = Frame(jpeg=base64.b64decode(params["data"]), number=self.received,
@@ -202,6 +201,12 @@ class Screencast:
             yield frame
 
     # CDP ------------------------------------------------------------------------
+
+    def _acknowledge(self) -> None:
+        """Acknowledge every frame received so far (taken or replaced): Chromium may send as many again."""
+        owed, self._owed = self._owed, []
+        for number in owed:
+            self._send("Page.screencastFrameAck", {"sessionId": number}, session=self._page_session)
 
     async def _start_cast(self) -> None:
         params: dict[str, Any] = {"format": "jpeg", "quality": self.quality, "everyNthFrame": 1}
