@@ -48,8 +48,10 @@ def bb(service, *args: str, input: bytes | None = None, cwd: Path | None = None,
 
 def bb_here(service, *args: str, input: bytes = b"", env: dict | None = None) -> subprocess.CompletedProcess[bytes]:
     """`bb()` in this process: `bbrowse.cli.main` with the same environment, stdin, stdout and stderr on real
-    files (commands write to descriptors and ask `isatty`), and the exit status it ends with."""
+    files (commands write to descriptors and ask `isatty`), and the exit status it ends with. What the run
+    set process-wide (`--profile`/`--theme`) is put back, for the next test in this process."""
     from bbrowse.cli import main
+    from bbrowse.config import Overrides, set_command_line
 
     with _environment(env or cli_env(service)), _std_files(input) as (stdout, stderr):
         try:
@@ -57,6 +59,8 @@ def bb_here(service, *args: str, input: bytes = b"", env: dict | None = None) ->
             code = 0
         except SystemExit as exit:
             code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+        finally:
+            set_command_line(Overrides())
         sys.stdout.flush()
         sys.stderr.flush()
         out, err = _read_back(stdout), _read_back(stderr)

@@ -1,7 +1,8 @@
 """The config file: defaults, every key, precedence (file < environment < flags) and clear errors.
 
-In-process tests load settings from a temporary `BBROWSE_CONFIG_DIR`; CLI tests run the real
-`bbrowse` against the session's real service, chosen through a profile in a temporary config file.
+In-process tests load settings from a temporary `BBROWSE_CONFIG_DIR`; CLI tests run `bbrowse`'s entry point
+in this process (`bb_here`) against the session's real service, chosen through a profile in a temporary
+config file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from cli_support import bb
+from cli_support import bb_here
 
 from bbrowse.config import (
     DEFAULT_THEME,
@@ -249,33 +250,33 @@ def test_cli_flag_beats_environment_beats_file(service, tmp_path):
     directory = live_config(service, tmp_path)
     env = profile_env(service, directory)
 
-    from_file = json.loads(bb(service, "info", "--json", env=env).stdout)
+    from_file = json.loads(bb_here(service, "info", "--json", env=env).stdout)
     assert from_file["profile"] == "dead"
     assert from_file["service"]["status"] == "connection_failed"
     assert from_file["theme"] == "bbrowse-light"
     assert from_file["config_file"] == str(directory / "config.toml")
     assert from_file["themes_dir"] == str(directory / "themes")
 
-    from_env = json.loads(bb(service, "info", "--json", env={**env, "BBROWSE_PROFILE": "live",
+    from_env = json.loads(bb_here(service, "info", "--json", env={**env, "BBROWSE_PROFILE": "live",
                                                             "BBROWSE_THEME": "bbrowse-ember"}).stdout)
     assert (from_env["profile"], from_env["service"]["url"], from_env["service"]["status"]) == (
         "live", service.url, "ok")
     assert from_env["theme"] == "bbrowse-ember"
 
-    from_flag = json.loads(bb(service, "--profile", "dead", "--theme", "bbrowse-solarized", "info", "--json",
+    from_flag = json.loads(bb_here(service, "--profile", "dead", "--theme", "bbrowse-solarized", "info", "--json",
                               env={**env, "BBROWSE_PROFILE": "live"}).stdout)
     assert (from_flag["profile"], from_flag["theme"]) == ("dead", "bbrowse-solarized")
     assert service.token not in json.dumps(from_flag)
 
     # a subcommand talks to the profile's service
-    listed = bb(service, "--profile", "live", "sessions", "--json", env=env)
+    listed = bb_here(service, "--profile", "live", "sessions", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert isinstance(json.loads(listed.stdout), list)
 
 
 def test_info_prints_every_path(service, tmp_path):
     directory = live_config(service, tmp_path)
-    text = bb(service, "--profile", "live", "info", env=profile_env(service, directory)).stdout.decode()
+    text = bb_here(service, "--profile", "live", "info", env=profile_env(service, directory)).stdout.decode()
     state = directory.parent / "state"
     for label, value in [("profile", "live"), ("config file", str(directory / "config.toml")),
                          ("config dir", str(directory)), ("themes dir", str(directory / "themes")),
@@ -289,18 +290,18 @@ def test_cli_reports_a_broken_config_file_in_one_line(service, tmp_path):
     directory = tmp_path / "broken"
     directory.mkdir()
     (directory / "config.toml").write_text('theme = "x"\n[profiles.box]\nkind = "remote"\nbase_url = 42\n')
-    result = bb(service, "sessions", env=profile_env(service, directory))
+    result = bb_here(service, "sessions", env=profile_env(service, directory))
     assert result.returncode == 1
     err = result.stderr.decode()
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"error: config: {directory / 'config.toml'}: line 4: profiles.box.base_url:"), err
 
-    unknown = bb(service, "--profile", "nope", "sessions", env=profile_env(service, tmp_path / "absent"))
+    unknown = bb_here(service, "--profile", "nope", "sessions", env=profile_env(service, tmp_path / "absent"))
     assert unknown.returncode == 1
     assert unknown.stderr.decode() == "error: config: --profile: no profile named 'nope' (known: cloud, embedded)\n"
 
     # info still shows where the file is, and what is wrong with it
-    info = json.loads(bb(service, "info", "--json", env=profile_env(service, directory)).stdout)
+    info = json.loads(bb_here(service, "info", "--json", env=profile_env(service, directory)).stdout)
     assert "line 4: profiles.box.base_url" in info["config_error"]
     assert info["config_file"] == str(directory / "config.toml")
 
