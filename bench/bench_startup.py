@@ -80,7 +80,9 @@ def one_run(name: str, size: str, socket: str, before: str | None = None) -> flo
     width, height = size.split("x")
     session = f"s{os.getpid()}"
     started = time.perf_counter()
-    tmux(socket, "new-session", "-d", "-s", session, "-x", width, "-y", height,
+    # In the run's own directory: `python -m` puts the working directory first on sys.path, which would
+    # make --before run this checkout.
+    tmux(socket, "new-session", "-d", "-s", session, "-x", width, "-y", height, "-c", home,
          f"env -u KERNEL_API_KEY -u KERNEL_BASE_URL -u BBROWSE_PROFILE {exports} {command}")
     elapsed = float("nan")
     while time.perf_counter() - started < TIMEOUT_SECONDS:

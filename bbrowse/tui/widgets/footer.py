@@ -9,10 +9,11 @@ any other focused widget with a `FOOTER_HINT` string gets it shown the same way.
 
 from __future__ import annotations
 
+import sys
+
 from textual.app import ComposeResult
 from textual.widgets import Footer
 
-from bbrowse.tui.terminal.widget import TerminalView
 from bbrowse.tui.textual_private import FooterKey, FooterLabel
 
 
@@ -25,7 +26,9 @@ class BbrowseFooter(Footer):
         yield from super().compose()
         focused = self.screen.focused if self._bindings_ready else None
         hint = getattr(focused, "FOOTER_HINT", None)
-        if isinstance(focused, TerminalView):
+        # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
+        terminal = sys.modules.get("bbrowse.tui.terminal.widget")
+        if terminal is not None and isinstance(focused, terminal.TerminalView):
             leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
             hint = f"every key goes to the program · alt+1… switch tabs · {leave}"
         if hint:
