@@ -728,7 +728,9 @@ def known_binding_ids() -> set[str]:
     """Every `Binding(id=...)` of the app's screens, panes and widgets (and Textual's own)."""
     # The session screen imports every pane, widget and dialog, so their classes exist to be walked. It is
     # imported here, not at the top, for the reason `SessionsScreen.action_open` gives: it is slow to load.
-    import bbrowse.tui.screens.session  # noqa: F401
+    import bbrowse.tui.screens.broadcast
+    import bbrowse.tui.screens.session
+    import bbrowse.tui.screens.wall  # noqa: F401
 
     ids: set[str] = set()
     pending: list[type] = [DOMNode]

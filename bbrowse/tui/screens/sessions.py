@@ -26,7 +26,7 @@ from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
-from bbrowse.tui.screens.wall import SelectionActions, WallScreen
+from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser, SessionStatusFilter
 
@@ -410,6 +410,8 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
 
     def action_wall(self) -> None:
         """The sessions shown here (the filter applies) as live tiles."""
+        from bbrowse.tui.screens.wall import WallScreen  # loaded when first asked for (start-up time)
+
         needle = self.query_one("#filter", Input).value
         self.app.push_screen(WallScreen(self._browsers.values(), self.selection,
                                         matches=lambda browser: matches(browser, needle) and not browser.deleted_at,

@@ -4,7 +4,7 @@ The grid fits the terminal (a tile needs about 38×10 cells); more sessions than
 tiles of the page shown pull frames, and none while another screen covers the wall (a session opened
 from it), so sessions out of view cost nothing. Arrows move (past an edge onto the next page),
 PgUp/PgDn page, `enter` opens the session, `space` selects, `esc` goes back. The selection is the
-sessions table's: `d`, `S`, `R` and `b` act on it (see `SelectionActions`).
+sessions table's: `d`, `S`, `R` and `b` act on it (`bbrowse.tui.screens.selection`).
 """
 
 from __future__ import annotations
@@ -12,21 +12,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
-from textual.screen import Screen
 from textual.widgets import Static
 
 from bbrowse.client import ClientError
 from bbrowse.tui import bulk
 from bbrowse.tui.app_services import services
-from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.screens.base import BbrowseScreen
-from bbrowse.tui.screens.broadcast import BroadcastScreen
+from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.tile import FrameSource, SessionTile, SourceFor, TileState, frame_source
 from bbrowse.wire import Browser
@@ -44,88 +41,6 @@ def grid_shape(width: int, height: int, count: int = 16) -> tuple[int, int]:
     most_columns, most_rows = max(2, min(4, width // TILE_WIDTH)), max(2, min(4, height // TILE_HEIGHT))
     columns = max(2, min(most_columns, math.ceil(math.sqrt(count))))
     return columns, max(2, min(most_rows, math.ceil(count / columns)))
-
-
-class SelectionActions:
-    """Actions on the selected sessions (else the one under the cursor), for a screen that says which
-    those are (`acted_on`) and what went (`forget`)."""
-
-    def acted_on(self) -> list[Browser]:
-        raise NotImplementedError
-
-    def forget(self, session_ids: Iterable[str]) -> None:
-        raise NotImplementedError
-
-    def deleting(self, session_ids: Iterable[str]) -> None:
-        """About to delete these: their leaving the list is no news."""
-
-    def _push(self, screen: Screen, callback: Callable | None = None) -> None:
-        self._node().app.push_screen(screen, callback)
-
-    def action_delete_selected(self) -> None:
-        browsers = [b for b in self.acted_on() if not b.deleted_at]
-        if not browsers:
-            return
-        if len(browsers) == 1:
-            what = f"session {bulk.label(browsers[0])}"
-        else:
-            names = ", ".join(bulk.label(b) for b in browsers[:4]) + (" …" if len(browsers) > 4 else "")
-            what = f"{len(browsers)} sessions ({names})"
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self._delete_many(browsers)
-
-        self._push(ConfirmScreen(f"Delete {what}?\nTheir processes, browsers and recordings stop.", "Delete"),
-                   confirmed)
-
-    @work(group="bulk-delete")
-    async def _delete_many(self, browsers: list[Browser]) -> None:
-        node = self._node()
-        self.deleting(b.session_id for b in browsers)
-        outcome = await bulk.delete_all(services(node).connected_client(), browsers)
-        self.forget(b.session_id for b in outcome.done)
-        self._say(f"Deleted {bulk.plural(len(outcome.done), 'session')}", outcome, "Could not delete")
-
-    def action_screenshot_selected(self) -> None:
-        browsers = [b for b in self.acted_on() if not b.deleted_at]
-        if browsers:
-            self._screenshots(browsers, bulk.screenshots_folder())
-
-    @work(group="bulk-screenshot")
-    async def _screenshots(self, browsers: list[Browser], folder: Path) -> None:
-        outcome = await bulk.screenshot_all(services(self._node()).connected_client(), browsers, folder)
-        self._say(f"{bulk.plural(len(outcome.done), 'screenshot')} saved in {folder}", outcome,
-                  "Some screenshots failed")
-
-    def action_record_selected(self) -> None:
-        browsers = [b for b in self.acted_on() if not b.deleted_at]
-        if browsers:
-            self._record(browsers)
-
-    @work(group="bulk-record")
-    async def _record(self, browsers: list[Browser]) -> None:
-        started, outcome = await bulk.toggle_recording_all(services(self._node()).connected_client(), browsers)
-        verb = "started" if started else "stopped"
-        self._say(f"Recording {verb} on {bulk.plural(len(outcome.done), 'session')}", outcome,
-                  f"Recording not {verb} everywhere")
-
-    def action_broadcast(self) -> None:
-        browsers = [b for b in self.acted_on() if not b.deleted_at]
-        if browsers:
-            self._push(BroadcastScreen(browsers))
-
-    def _node(self) -> Screen:
-        assert isinstance(self, Screen)
-        return self
-
-    def _say(self, done: str, outcome: bulk.Outcome, failed_title: str) -> None:
-        node = self._node()
-        if outcome.done or not outcome.failed:
-            node.notify(done, markup=False, timeout=6)
-        if outcome.failed:
-            node.notify(outcome.failures(), title=f"{failed_title} ({len(outcome.failed)})", severity="error",
-                        markup=False, timeout=10)
 
 
 class WallScreen(SelectionActions, BbrowseScreen):
