@@ -228,6 +228,8 @@ class BadLink:
         if self._server is not None:
             self._server.close()
         await self._drop(0)
+        for _ in range(3):  # the connections' own tasks end (cancelled) before the loop stops
+            await asyncio.sleep(0)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._flowing.wait()  # a stalled link lets no handshake through: the connect hangs
