@@ -150,7 +150,9 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(log_fd, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bbrowse", "serve", "--host", "127.0.0.1", "--port", "0", *(extra_args or [])],
+            # -P: not the working directory first on sys.path, where a folder named bbrowse (a state
+            # directory, say) would shadow the package and the service would not start.
+            [sys.executable, "-P", "-m", "bbrowse", "serve", "--host", "127.0.0.1", "--port", "0", *(extra_args or [])],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -85,11 +86,15 @@ def one_run(name: str, size: str, socket: str, before: str | None = None) -> flo
     tmux(socket, "new-session", "-d", "-s", session, "-x", width, "-y", height, "-c", home,
          f"env -u KERNEL_API_KEY -u KERNEL_BASE_URL -u BBROWSE_PROFILE {exports} {command}")
     elapsed = float("nan")
+    screen = ""
     while time.perf_counter() - started < TIMEOUT_SECONDS:
-        if READY[name] in tmux(socket, "capture-pane", "-p", "-t", session):
+        screen = tmux(socket, "capture-pane", "-p", "-t", session)
+        if READY[name] in screen:
             elapsed = time.perf_counter() - started
             break
         time.sleep(0.01)
+    if math.isnan(elapsed):
+        print(f"{name}: not ready; the screen was:\n{screen.rstrip()}", file=sys.stderr)
     tmux(socket, "send-keys", "-t", session, "C-q")
     for _ in range(300):  # up to 3 s for the app to leave (the embedded service stops in the background)
         if session not in tmux(socket, "list-sessions", "-F", "#{session_name}"):
@@ -123,8 +128,11 @@ def main() -> None:
     finally:
         tmux(socket, "kill-server")
     for name, values in results.items():
-        print(f"{name:8s} launch to ready under tmux: median {statistics.median(values):.3f} s "
-              f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} runs)")
+        done = [v for v in values if not math.isnan(v)] or [math.nan]
+        print(f"{name:8s} launch to ready under tmux: median {statistics.median(done):.3f} s "
+              f"(min {min(done):.3f}, max {max(done):.3f}, {len(values)} runs, "
+              f"{len(values) - len(done)} not ready within {TIMEOUT_SECONDS:.0f} s)")
+        results[name] = done
     for name in names[1:]:
         ratio = statistics.median(results[name]) / statistics.median(results["hello"])
         print(f"{name} / hello-world: {ratio:.2f}x")
