@@ -48,7 +48,6 @@ class SessionsTable(DataTable):
     BINDINGS = [Binding("enter", "screen.open", "Open", show=True)]
 
 
-
 def session_cells(browser: Browser, now: datetime | None = None, *, selected: bool = False) -> dict[str, str | Text]:
     """The cells of one session's row: `Text` (remote text is never parsed as markup) that ends with an
     ellipsis when its column is narrowed; a selected session's name starts with ✓."""
@@ -118,6 +117,7 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         self._poller = Poller(self, self.refresh_sessions, every=REFRESH_SECONDS, longest=LONGEST_REFRESH_SECONDS)
         #: A session screen is being opened (until this screen is shown again).
         self._opening = False
+        self._offered_open = True  # whether the footer offers "Open" (refreshed when rows come or go)
         #: Sessions deleted from this table (their leaving the list is no news).
         self._deleted_here: set[str] = set()
         #: When the table last matched the service (shown while the service does not answer).
@@ -229,9 +229,18 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         fit_columns(table, FITS)
         self._show_empty_state()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """"Open" is offered only while there is a row to open."""
+        if action == "open":
+            return any(table.row_count for table in self.query(DataTable))
+        return True
+
     def _show_empty_state(self) -> None:
         table = self.query_one(DataTable)
         empty = self.query_one("#sessions-empty", Static)
+        if bool(table.row_count) != self._offered_open:  # the footer's "Open" follows (not on every poll)
+            self._offered_open = bool(table.row_count)
+            self.refresh_bindings()
         if table.row_count:
             empty.display = False
             table.display = True
