@@ -38,6 +38,7 @@ from conftest import start_service, stop_service  # noqa: E402
 from netem import BadLink  # noqa: E402
 
 from bbrowse.client import BrowserClient, ClientConfig, close_shared_clients  # noqa: E402
+from bbrowse.tui.textual_private import notifications  # noqa: E402
 
 PROMPT = "PROMPT>"
 SHELL = ("env", f"PS1={PROMPT} ", "HISTFILE=", "bash", "--norc", "--noprofile", "-i")
@@ -84,7 +85,7 @@ async def type_trace(url: str, token: str, browser, lines: list[str], mode: str,
         tab = app.screen.query_one(ShellTab)
         terminal = tab.terminal
         started = await until(lambda: tab.shell is not None and tab.shell.running)
-        assert started, f"the shell did not start: {terminal.border_title}, {app._notifications!r}"
+        assert started, f"the shell did not start: {terminal.border_title}, {notifications(app)!r}"
         if not terminal.has_focus:
             await pilot.press("enter")
         core = terminal.core
