@@ -58,9 +58,11 @@ def test_the_client_side_touches_nothing_linux_only() -> None:
     assert not found, "\n".join(found)
 
 
-_AS_MACOS = ("import sys; from bbrowse.cli import main; sys.platform = 'darwin'; "
-             "sys.argv = ['bbrowse', *sys.argv[1:]]; "
-             "main()")  # the platform is asked when a command runs (urllib wants macOS's _scproxy at import)
+_AS_MACOS = ("import importlib, sys; from bbrowse.cli import main; from bbrowse.commands import COMMANDS; "
+             "[importlib.import_module(where.split(':')[0]) for where in COMMANDS.values()]; "
+             "sys.platform = 'darwin'; sys.argv = ['bbrowse', *sys.argv[1:]]; "
+             "main()")  # the platform is asked when a command runs (urllib wants macOS's _scproxy at import,
+#                       and the commands are imported when named: loaded first, on Linux)
 
 
 def _as_macos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

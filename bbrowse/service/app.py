@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic.warnings import UnsupportedFieldAttributeWarning
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -50,6 +52,10 @@ AREAS = (sessions, processes, files, fs_write, fs_watch, logs, screenshot, brows
 
 
 def create_app(config: ServiceConfig) -> FastAPI:
+    # FastAPI reads each body under the alias "body"; with the wire models built on first use (WireModel),
+    # pydantic takes that alias for a misplaced one and warns at the first request (pydantic#12356).
+    warnings.filterwarnings("ignore", message="The 'alias' attribute with value 'body'",
+                            category=UnsupportedFieldAttributeWarning)
     state = build_state(config)
     telemetry = TelemetryManager(state.sessions)  # before the startup hooks: restored sessions record too
     telemetry.install()
