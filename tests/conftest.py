@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -72,9 +73,10 @@ class ServiceHandle:
 
 
 def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port: int = 0,
-                  ignored_signals: tuple[signal.Signals, ...] = ()) -> ServiceHandle:
+                  ignored_signals: tuple[signal.Signals, ...] = (), extra_args: tuple[str, ...] = (),
+                  verify: ssl.SSLContext | bool = True) -> ServiceHandle:
     """Start `bbrowse serve` on 127.0.0.1 and wait until it answers (with `ignored_signals` ignored, as a
-    script's background job starts it)."""
+    script's background job starts it; `extra_args` after `serve`, `verify` for an https service)."""
 
     def ignore() -> None:
         for number in ignored_signals:
@@ -88,7 +90,7 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
     discovery.unlink(missing_ok=True)
     log = open(state_dir / "serve.stdout", "ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bbrowse", "serve", "--port", str(port)],
+        [sys.executable, "-m", "bbrowse", "serve", "--port", str(port), *extra_args],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         preexec_fn=ignore if ignored_signals else None,
     )
@@ -101,7 +103,7 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
             info = json.loads(discovery.read_text())
             if info.get("pid") == proc.pid:
                 r = httpx.get(info["url"] + "/browsers", headers={"Authorization": f"Bearer {info['token']}"},
-                              timeout=2)
+                              timeout=2, verify=verify)
                 if r.status_code == 200:
                     return ServiceHandle(info["url"], info["token"], proc.pid, state_dir, proc)
         except (OSError, ValueError, httpx.HTTPError):

@@ -14,22 +14,16 @@ A pytest plugin: a test module that uses them says `pytest_plugins = ["net_suppo
 
 from __future__ import annotations
 
-import json
-import os
 import ssl
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 import trustme
-from conftest import ServiceHandle, stop_service
+from conftest import ServiceHandle, start_service, stop_service
 from netem import TLS_HOST, BadLink, ConnectProxy
 
 
@@ -86,35 +80,10 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
 
 
 def start_tls_service(state_dir: Path, ca: TestCA, extra_env: dict[str, str] | None = None) -> ServiceHandle:
-    """`bbrowse serve --port 0` with `ca`'s certificate, as `conftest.start_service` does for plain HTTP."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "BBROWSE_STATE_DIR": str(state_dir), **(extra_env or {})}
-    env.pop("KERNEL_API_KEY", None)
-    env.pop("KERNEL_BASE_URL", None)
-    discovery = state_dir / "serve.json"
-    discovery.unlink(missing_ok=True)
-    with open(state_dir / "serve.stdout", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bbrowse", "serve", "--port", "0", "--ssl-certfile", str(ca.cert_file),
-             "--ssl-keyfile", str(ca.key_file)],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"bbrowse serve exited with {proc.returncode}: "
-                               f"{(state_dir / 'serve.stdout').read_text()[-2000:]}")
-        try:
-            info = json.loads(discovery.read_text())
-            if info.get("pid") == proc.pid:
-                r = httpx.get(info["url"] + "/browsers", headers={"Authorization": f"Bearer {info['token']}"},
-                              timeout=2, verify=ssl.create_default_context(cafile=str(ca.ca_file)))
-                if r.status_code == 200:
-                    return ServiceHandle(info["url"], info["token"], proc.pid, state_dir, proc)
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("bbrowse serve (TLS) did not answer within 30 s")
+    """`bbrowse serve --port 0` with `ca`'s certificate (`conftest.start_service` over HTTPS)."""
+    return start_service(state_dir, extra_env,
+                         extra_args=("--ssl-certfile", str(ca.cert_file), "--ssl-keyfile", str(ca.key_file)),
+                         verify=ssl.create_default_context(cafile=str(ca.ca_file)))
 
 
 @pytest.fixture(scope="session")
