@@ -39,6 +39,7 @@ import psutil
 from conftest import start_service, stop_service
 
 from bbrowse.client import BrowserClient
+from bbrowse.transfer import save_stream
 
 TARGET_RATIO = 0.5
 LINE = b"2024-05-01T12:00:00.123Z INFO  worker-3 request served path=/api/v1/items?page=7 status=200 ms=12\n"
@@ -99,7 +100,8 @@ async def main() -> None:
             source = source_dir / "data.bin"
             await asyncio.to_thread(make_file, source, size, args.text)
             local_zip = root / "src.zip"
-            await client.fs.save_dir_zip(sid, str(source_dir), local_zip)
+            zipped = client.fs.download_dir_zip(sid, str(source_dir), chunk_size=None)
+            await save_stream(zipped, local_zip, replace=True)
             with zipfile.ZipFile(local_zip) as opened:
                 method = "deflated" if opened.getinfo("data.bin").compress_type == zipfile.ZIP_DEFLATED else "stored"
             out = root / "out"

@@ -194,29 +194,6 @@ class Files:
             async for chunk in iter_body(response, f"download_dir_zip {path}", chunk_size):
                 yield chunk
 
-    async def save_dir_zip(
-        self, id_or_name: str, path: str, local_file: str | os.PathLike[str], *, progress: Progress | None = None,
-    ) -> int:
-        """Download a directory as a zip into `local_file` (written whole or not at all); the bytes written."""
-        target = Path(local_file)
-        partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
-        done = 0
-        try:
-            sink = await asyncio.to_thread(open, partial, "wb")
-            try:
-                async with self.download_dir_zip(id_or_name, path, chunk_size=None) as chunks:
-                    async for chunk in chunks:
-                        await asyncio.to_thread(sink.write, chunk)
-                        done += len(chunk)
-                        if progress is not None:
-                            progress(done)
-            finally:
-                await asyncio.to_thread(sink.close)
-            partial.replace(target)
-        finally:
-            partial.unlink(missing_ok=True)
-        return done
-
     # watches --------------------------------------------------------------------------------
 
     async def start_watch(self, id_or_name: str, path: str, *, recursive: bool = False) -> str:
