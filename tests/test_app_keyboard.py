@@ -206,8 +206,8 @@ async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_re
     service, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shell pane learns of the delete first here. The app's own watch of the session shown (every 5 to
-    30 s: notice, back to the table; test_app_newcomer_screens) is held off: when it won the race it took
-    the screen away before the pane could say anything (CI: "the pane says so not met")."""
+    30 s: notice, back to the table; test_app_newcomer_screens) is held off, as it would take the screen
+    away before the pane could say anything."""
     monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 3600.0)
     monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
     browser = Browser.model_validate((await http.post("/browsers", json={"timeout_seconds": 600})).json())

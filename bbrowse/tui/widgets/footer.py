@@ -1,10 +1,9 @@
 """The footer of bbrowse's screens: Textual's, but no key is ever cut in the middle, and a focused widget
 whose keys are not bindings (the terminal) can say which keys still reach the app.
 
-At 80 columns the sessions screen's footer ended in "P Pro": keys that do not fit whole are hidden from
-the right (the palette key, docked right, stays). Inside a terminal, where every key goes to the program
-and the footer had nothing to show, it says which keys still reach the app (alt+digit, the leave chord);
-any other focused widget with a `FOOTER_HINT` string gets it shown the same way.
+Keys that do not fit whole are hidden from the right (the palette key, docked right, stays). Inside a
+terminal, where every key goes to the program, it says which keys still reach the app (alt+digit, the
+leave chord); any other focused widget with a `FOOTER_HINT` string gets it shown the same way.
 """
 
 from __future__ import annotations
