@@ -290,8 +290,8 @@ class BadLink:
             for piece in pieces:
                 await direction.reserve(len(piece))
                 await self._flowing.wait()
+                direction.bytes += len(piece)  # counted before the peer can read it: never behind
                 writer.write(piece)
-                direction.bytes += len(piece)
                 await writer.drain()
 
 

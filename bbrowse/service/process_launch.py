@@ -262,7 +262,7 @@ def launch(
         popen = _popen(argv, request, cwd, env, stdio, tty, user_kwargs, take_tty=sandbox is None)
         watch_child(popen.pid)
         leader = None
-        if sandbox is not None and (leader := forked_child(popen.pid)) is not None:
+        if sandbox is not None and (leader := forked_child(popen.pid, controls_tty=tty)) is not None:
             watch_child(leader)
     except BaseException:
         for fd in parent_fds:
@@ -282,22 +282,33 @@ def launch(
 FORK_WAIT_SECONDS = 2.0
 
 
-def forked_child(pid: int) -> int | None:
-    """The process `pid` (nsenter) forked, once it has; None if it ended first (the program could not start,
-    its exit code says why) or none came in time."""
+def forked_child(pid: int, controls_tty: bool = False) -> int | None:
+    """The process `pid` (nsenter) forked, once it has (and with `controls_tty`, once it has taken the PTY
+    as its controlling terminal: before that, a ctrl-c or ctrl-\\ written to the PTY signals nobody and is
+    lost); None if it ended first (the program could not start, its exit code says why) or none came in time."""
     deadline = time.monotonic() + FORK_WAIT_SECONDS
     delay = 0.00005
+    child: int | None = None
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                children = f.read().split()
+            if child is None:
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    children = f.read().split()
+                child = int(children[0]) if children else None
+            if child is not None and (not controls_tty or _has_controlling_tty(child)):
+                return child
         except OSError:
-            return None
-        if children:
-            return int(children[0])
+            return child
         time.sleep(delay)
         delay = min(delay * 2, 0.005)
-    return None
+    return child
+
+
+def _has_controlling_tty(pid: int) -> bool:
+    """Whether `pid` has a controlling terminal (/proc/PID/stat's tty_nr, the 7th field, is not 0)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return fields[4] != b"0"
 
 
 def _pty_child_in_sandbox() -> None:  # pragma: no cover - runs in the child between fork and exec
