@@ -12,7 +12,9 @@ import pytest
 from app_support import make_app, wait_for
 from textual.widgets import DataTable
 
+from bbrowse.client.telemetry import summary
 from bbrowse.tui.panes.events import EventList, EventsPane
+from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.screens.session import EndedPane, SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import notifications
@@ -94,6 +96,22 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             await pilot.press("full_stop")
             await wait_for(pilot, lambda: str(status.render()) != at, what="a frame on")
 
+            # the live view (a CDP screencast) is a live view to the service, the page probe a CDP client
+            await pilot.press("4")
+            await wait_for(pilot, lambda: bool(app.screen.query(ScreenshotPane)), what="the screenshot tab")
+            shot = app.screen.query_one(ScreenshotPane)
+            if not shot.live:
+                await pilot.press("a")
+            await wait_for(pilot, lambda: shot.source == "screencast" and shot.frames >= 1, timeout=30,
+                           what="the live view's screencast")
+            await pilot.press("a")  # live off: the screencast's connection ends
+            await pilot.press("6")
+            await wait_for(pilot, lambda: any(e.event.type == "live_view_disconnect" for e in pane.events),
+                           timeout=20, what="the live view's disconnect in the tab")
+            live_lines = [summary(e) for e in pane.events if e.event.type.startswith("live_view_")]
+            assert live_lines[0].startswith("live view lv_") and " after " in live_lines[-1], live_lines
+        await check_connection_events_with_the_sdk(service, browser.session_id)
+
         await http.delete(f"/browsers/{browser.session_id}")
         app = make_app(service)
         async with app.run_test(size=(100, 30)) as pilot:
@@ -130,3 +148,25 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
                            what="the refusal shown")
     finally:
         await http.delete(f"/browsers/{browser.session_id}")
+
+
+async def check_connection_events_with_the_sdk(service, session_id: str) -> None:
+    """The official SDK reads the app's live view as live_view_connect/disconnect (one id, a duration) and the
+    page probe's raw CDP connection as cdp_connect/disconnect, in `events` by category and in `stream`."""
+    from kernel import AsyncKernel
+
+    async with AsyncKernel(api_key=service.token, base_url=service.url, max_retries=0) as k:
+        page = await k.browsers.telemetry.events(session_id, category=["connection"], limit=100)
+        connections = [e.event for e in page.items]
+        types = [event.type for event in connections]
+        assert {"cdp_connect", "cdp_disconnect", "live_view_connect", "live_view_disconnect"} <= set(types), types
+        live = [event for event in connections if event.type.startswith("live_view_")]
+        assert len({event.data.session_id for event in live}) == 1 and live[-1].data.duration_ms > 0
+        assert all(event.category == "connection" for event in connections)
+        stream = await k.browsers.telemetry.stream(session_id, replay="all",
+                                                   type=["live_view_connect", "live_view_disconnect"])
+        try:
+            streamed = [(await stream.__anext__()).event for _ in range(2)]
+        finally:
+            await stream.close()
+        assert [(e.type, e.data.session_id) for e in streamed] == [(e.type, e.data.session_id) for e in live[:2]]

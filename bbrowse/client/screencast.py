@@ -13,6 +13,10 @@ without an acknowledgement) sends no faster than the reader reads. A still page 
 `start()` raises `ScreencastUnavailable` when CDP cannot be reached (no `cdp_ws_url`, refused, no
 Chromium): poll screenshots instead. Iterating ends quietly after `stop()`; when the connection drops it
 raises `ScreencastUnavailable` too.
+
+The connection says it is a live view (header `X-Bbrowse-Live-View`, with an id that stays the same for one
+client and session across reconnects), so `bbrowse serve` records `live_view_connect`/`live_view_disconnect`
+for it rather than `cdp_connect`; other servers ignore the header.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import asyncio
 import base64
 import contextlib
 import json
+import secrets
 import time
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +47,15 @@ CLOSE_TIMEOUT_SECONDS = 0.3
 #: A CDP command (attach, start) gets this long before the screencast counts as unavailable.
 COMMAND_TIMEOUT_SECONDS = 10.0
 DEFAULT_QUALITY = 70
+#: The request header naming a live view's connection (see the module docstring).
+LIVE_VIEW_HEADER = "X-Bbrowse-Live-View"
+#: Each client's live view id per session, so a reconnect names the same live view.
+_live_view_ids: weakref.WeakKeyDictionary[BrowserClient, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def live_view_id(client: BrowserClient, session_id: str) -> str:
+    """The id this client's live view of `session_id` gives the service (the same across reconnects)."""
+    return _live_view_ids.setdefault(client, {}).setdefault(session_id, "lv_" + secrets.token_hex(8))
 
 
 class ScreencastUnavailable(ConnectionLost):
@@ -104,6 +119,7 @@ class Screencast:
             raise ScreencastUnavailable("the session has no cdp_ws_url")
         try:
             self._ws = await connect(url, user_agent_header=f"bbrowse/{__version__}",
+                                     additional_headers={LIVE_VIEW_HEADER: live_view_id(self.client, self.session_id)},
                                      open_timeout=self.client.config.connect_timeout + 5, compression=None,
                                      max_size=None, close_timeout=CLOSE_TIMEOUT_SECONDS,
                                      **websocket_options(url, loopback=self.client.config.is_loopback))

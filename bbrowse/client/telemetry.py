@@ -210,6 +210,9 @@ def summary(envelope: TelemetryEnvelope) -> str:
     if kind in ("cdp_connect", "cdp_disconnect"):
         tail = f" {get('reason')}, {get('message_count')} messages" if kind == "cdp_disconnect" else ""
         return f"connection {get('connection_id')}{tail}"
+    if kind in ("live_view_connect", "live_view_disconnect"):
+        tail = f" after {float(data.get('duration_ms') or 0) / 1000:.1f} s" if kind == "live_view_disconnect" else ""
+        return f"live view {get('session_id')}{tail}"
     if kind == "service_crashed":
         return f"{get('service_name')} died ({get('phase')}) {get('reason')}".strip()
     if "url" in data:

@@ -6,7 +6,11 @@
   (`computer/*`, `playwright/*`) are `control` `api_call`; calls that manage the VM (process, fs, logs,
   replays) are `platform` `platform_api_call`, a category off by default. Telemetry's own reads are neither.
 - each CDP WebSocket (`/vm/{id}/cdp`) records `connection` `cdp_connect` when accepted and `cdp_disconnect`
-  when it ends (duration, messages relayed, why).
+  when it ends (duration, messages relayed, why); one that says it is a live view (the `X-Bbrowse-Live-View`
+  header, which bbrowse's screencast sends with its live view's id) records `live_view_connect` and
+  `live_view_disconnect` instead. bbrowse serve's live view is a CDP screencast, not Kernel's WebRTC page, so the
+  client names it: the service cannot tell a viewer from another client's screencast (Playwright's videos use
+  `Page.startScreencast` too), and a header is ignored by every other server the URL may lead to.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ _PREFIXES = ("/browsers/", VM_PREFIX + "/")
 _NOT_CALLS = frozenset({"telemetry_events", "telemetry_stream"})
 #: The areas whose calls drive the browser (`control`); the others manage the VM (`platform`).
 _CONTROL_AREAS = frozenset({"computer", "playwright"})
+#: The request header by which a CDP client says it is a live view, and the id it gives (stable across reconnects).
+LIVE_VIEW_HEADER = b"x-bbrowse-live-view"
+_LIVE_VIEW_ID_MAX = 128
 
 
 def session_of(path: str) -> tuple[str, str] | None:
@@ -93,6 +100,7 @@ class TelemetryMiddleware:
     async def _cdp(self, scope: Scope, receive: Receive, send: Send, sid: str) -> None:
         started = time.monotonic()
         connection_id = secrets.token_hex(8)
+        live_view = live_view_id(scope)
         accepted = False
         messages = 0
         reason = "context_cancelled"
@@ -111,7 +119,9 @@ class TelemetryMiddleware:
             if message["type"] == "websocket.accept" and not accepted:
                 accepted = True
                 telemetry = self.telemetry.live_log(sid)
-                if telemetry is not None:
+                if telemetry is not None and live_view is not None:
+                    telemetry.add("connection", "live_view_connect", {"session_id": live_view}, kind="kernel_api")
+                elif telemetry is not None:
                     telemetry.add("connection", "cdp_connect", {"connection_id": connection_id}, kind="kernel_api")
             elif message["type"] == "websocket.send":
                 messages += 1
@@ -123,8 +133,21 @@ class TelemetryMiddleware:
             await self.app(scope, counting_receive, counting_send)
         finally:
             telemetry = self.telemetry.live_log(sid)
-            if accepted and telemetry is not None:
+            duration_ms = round((time.monotonic() - started) * 1000, 3)
+            if accepted and telemetry is not None and live_view is not None:
+                telemetry.add("connection", "live_view_disconnect", {"session_id": live_view,
+                                                                     "duration_ms": duration_ms}, kind="kernel_api")
+            elif accepted and telemetry is not None:
                 telemetry.add("connection", "cdp_disconnect", {
                     "connection_id": connection_id, "reason": reason, "message_count": messages,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 3),
+                    "duration_ms": duration_ms,
                 }, kind="kernel_api")
+
+
+def live_view_id(scope: Scope) -> str | None:
+    """The live view id a CDP WebSocket's request names (`X-Bbrowse-Live-View`), or None for another client."""
+    for name, value in scope.get("headers") or ():
+        if name == LIVE_VIEW_HEADER:
+            text = value.decode("latin-1").strip()[:_LIVE_VIEW_ID_MAX]
+            return text or None
+    return None
