@@ -54,14 +54,13 @@ class FuzzTarget:
     replay_id: str
     paths: list[str]
     log_path: str
+    #: One client for the whole run: each new client loads the CA store (tens of ms).
+    http: httpx.Client
     made_processes: list[str] = field(default_factory=list)
 
     @property
     def headers(self) -> dict[str, str]:
         return self.service.headers
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.service.url, headers=self.headers, timeout=30)
 
 
 def _file_zoo(root: Path) -> list[str]:
@@ -101,7 +100,8 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
         paths = _file_zoo(zoo)
         log = zoo / "fuzz.log"
         log.write_text("".join(f"line {i}\n" for i in range(50)))
-        yield FuzzTarget(handle, sid, gone, replay_id, paths, str(log))
+        with httpx.Client(base_url=handle.url, headers=handle.headers, timeout=30) as http:
+            yield FuzzTarget(handle, sid, gone, replay_id, paths, str(log), http)
     finally:
         stop_service(handle)
 
@@ -154,10 +154,10 @@ def _aimed(case: Case, salt: str) -> bool:
 
 
 def _new_process(target: FuzzTarget, tty: bool) -> str:
-    with target.client() as http:
-        body = {"command": "cat", "allocate_tty": tty, "timeout_sec": 60}
-        r = http.post(f"/browsers/{target.session_id}/process/spawn", json=body)
-        assert r.status_code == 200, r.text
+    http = target.http
+    body = {"command": "cat", "allocate_tty": tty, "timeout_sec": 60}
+    r = http.post(f"/browsers/{target.session_id}/process/spawn", json=body)
+    assert r.status_code == 200, r.text
     target.made_processes.append(r.json()["process_id"])
     return r.json()["process_id"]
 
@@ -190,19 +190,19 @@ def aim(case: Case, target: FuzzTarget) -> None:
 def clean_up(case: Case, response, target: FuzzTarget) -> None:
     """Undo what a case started: the processes `aim` made, and sessions, recordings, processes it created."""
     path, method = case.operation.path, case.method.upper()
-    with target.client() as http:
-        while target.made_processes:
-            made = target.made_processes.pop()
-            http.post(f"/browsers/{target.session_id}/process/{made}/kill", json={"signal": "KILL"})
-        if response.status_code >= 300:
-            return
-        if path == "/browsers" and method == "POST":
-            http.delete(f"/browsers/{response.json()['session_id']}")
-        elif path == "/browsers/{id_or_name}/replays" and method == "POST":
-            http.post(f"/browsers/{case.path_parameters['id_or_name']}/replays/{response.json()['replay_id']}/stop")
-        elif path.endswith("/process/spawn"):
-            sid = case.path_parameters["id_or_name"]
-            http.post(f"/browsers/{sid}/process/{response.json()['process_id']}/kill", json={"signal": "KILL"})
+    http = target.http
+    while target.made_processes:
+        made = target.made_processes.pop()
+        http.post(f"/browsers/{target.session_id}/process/{made}/kill", json={"signal": "KILL"})
+    if response.status_code >= 300:
+        return
+    if path == "/browsers" and method == "POST":
+        http.delete(f"/browsers/{response.json()['session_id']}")
+    elif path == "/browsers/{id_or_name}/replays" and method == "POST":
+        http.post(f"/browsers/{case.path_parameters['id_or_name']}/replays/{response.json()['replay_id']}/stop")
+    elif path.endswith("/process/spawn"):
+        sid = case.path_parameters["id_or_name"]
+        http.post(f"/browsers/{sid}/process/{response.json()['process_id']}/kill", json={"signal": "KILL"})
 
 
 # checks beyond the document --------------------------------------------------------------------------
@@ -252,8 +252,8 @@ def test_every_operation_answers_as_documented_with_and_without_the_token(case: 
 
 def test_the_document_lists_the_contract_errors_and_the_bearer_scheme(target: FuzzTarget) -> None:
     """FastAPI documented a 422 `HTTPValidationError` the service never sends, and no 400/401/404/409/410."""
-    with target.client() as http:
-        document = http.get("/openapi.json").json()
+    http = target.http
+    document = http.get("/openapi.json").json()
     schemas = document["components"]["schemas"]
     assert "HTTPValidationError" not in schemas
     assert document["components"]["securitySchemes"]["bearerAuth"] == {
@@ -280,8 +280,8 @@ def test_the_document_lists_the_contract_errors_and_the_bearer_scheme(target: Fu
 
 def test_required_and_patterned_inputs_are_documented_as_they_are_checked(target: FuzzTarget) -> None:
     """`path` of read_file was documented optional (and free text), `data_b64` as any string."""
-    with target.client() as http:
-        document = http.get("/openapi.json").json()
+    http = target.http
+    document = http.get("/openapi.json").json()
     for op in ("read_file", "list_files", "file_info"):
         [param] = [p for p in document["paths"][f"/browsers/{{id_or_name}}/fs/{op}"]["get"]["parameters"]
                    if p["name"] == "path"]
@@ -292,16 +292,16 @@ def test_required_and_patterned_inputs_are_documented_as_they_are_checked(target
 
 def test_405_lists_every_method_of_the_path(target: FuzzTarget) -> None:
     """Starlette's 405 named only the first route's method (`Allow: POST` for GET+POST /browsers)."""
-    with target.client() as http:
-        for path, expected in (
-            ("/browsers", {"GET", "POST"}),
-            (f"/browsers/{target.session_id}", {"GET", "PATCH", "DELETE"}),
-            (f"/browsers/{target.session_id}/replays", {"GET", "POST"}),
-        ):
-            r = http.request("PUT", path)
-            assert r.status_code == 405
-            assert set(r.headers["allow"].split(", ")) == expected, path
-            assert r.json()["code"] == "invalid_request"
+    http = target.http
+    for path, expected in (
+        ("/browsers", {"GET", "POST"}),
+        (f"/browsers/{target.session_id}", {"GET", "PATCH", "DELETE"}),
+        (f"/browsers/{target.session_id}/replays", {"GET", "POST"}),
+    ):
+        r = http.request("PUT", path)
+        assert r.status_code == 405
+        assert set(r.headers["allow"].split(", ")) == expected, path
+        assert r.json()["code"] == "invalid_request"
 
 
 @pytest.mark.parametrize(
@@ -320,8 +320,8 @@ def test_a_value_of_the_wrong_type_is_a_400_naming_the_field(
     target: FuzzTarget, route: str, body: dict, field: str
 ) -> None:
     """Bodies were read leniently: `"stealth": 0` made a session, `"timeout_sec": "5"` ran a command."""
-    with target.client() as http:
-        r = http.post(route.format(sid=target.session_id), json=body)
+    http = target.http
+    r = http.post(route.format(sid=target.session_id), json=body)
     assert r.status_code == 400, r.text
     assert r.json()["code"] == "bad_request"
     assert any(d["message"].startswith(f"{field}:") for d in r.json()["details"]), r.json()

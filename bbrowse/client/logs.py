@@ -5,7 +5,9 @@ a stream quiet for `PROBE_AFTER_SECONDS` is checked by a one-shot call (Kernel's
 so silence proves nothing); a call unanswered within `PROBE_TIMEOUT_SECONDS` means the link stalled, and
 the stream is dropped. Reconnects follow `retry.reconnect_delay`. Each gap is marked (`LogGap`), and for a
 file the lines written meanwhile are read back with `read_file` (the stream has no offset): the file's
-lines after the last ones shown, in order, then the new stream with the lines both carried skipped.
+lines after the last ones shown, in order, then the new stream with the lines both carried skipped. A
+service that ignores `tail` (Kernel's VM) gets the same join at the start: the file's last lines are read
+once the stream has begun, so no line written between the two is missed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from bbrowse.client.decode import json_body, validate
 from bbrowse.client.errors import ClientError, IncompleteStream, LinkStalled, ProtocolError
@@ -50,6 +52,25 @@ KERNEL_REFUSALS = (LOGS_SOURCE_NOT_AVAILABLE, "failed to open log path")
 CONNECTING, LIVE, STALLED, RECONNECTING = "connecting", "live", "stalled", "reconnecting"
 
 
+class LogOf(TypedDict, total=False):
+    """Which log, as every `Logs` call takes it: a file on the instance (`source=path`, the default, with
+    `path`) or a supervised program (`source=supervisor`, with `supervisor_process`)."""
+
+    source: LogSource | str
+    path: str | None
+    supervisor_process: str | None
+
+
+def _log_params(log: LogOf) -> dict[str, Any]:
+    """The query parameters naming `log`."""
+    params: dict[str, Any] = {"source": str(log.get("source", LogSource.PATH))}
+    if (path := log.get("path")) is not None:
+        params["path"] = path
+    if (supervisor := log.get("supervisor_process")) is not None:
+        params["supervisor_process"] = supervisor
+    return params
+
+
 @dataclass(frozen=True)
 class LogGap:
     """A mark in a followed log where the link was down for `seconds`. `recovered`: how many of the lines
@@ -67,15 +88,8 @@ class Logs:
         self._t = transport
         self._read_file = read_file
 
-    async def existing(
-        self,
-        id_or_name: str,
-        *,
-        source: LogSource | str = LogSource.PATH,
-        path: str | None = None,
-        supervisor_process: str | None = None,
-        tail: int | None = None,
-    ) -> AsyncIterator[LogEvent]:
+    async def existing(self, id_or_name: str, *, tail: int | None = None, **log: Unpack[LogOf]) \
+            -> AsyncIterator[LogEvent]:
         """The lines the log has now, then the end, on any service: a one-shot read.
 
         Kernel's VM never ends a `follow=false` stream (it polls the file until the client leaves) and
@@ -83,11 +97,12 @@ class Logs:
         lines here, all of them, each stamped with the time it was read. A supervised program's log is
         streamed with `follow=false` and ends when the service ends it or after `QUIET_SECONDS` without
         an event. `tail` keeps the last `tail` lines."""
-        if str(source) == LogSource.PATH and path is not None and self._read_file is not None:
+        path = log.get("path")
+        if str(log.get("source", LogSource.PATH)) == LogSource.PATH and path is not None \
+                and self._read_file is not None:
             lines = self._file_lines(id_or_name, path)
         else:
-            lines = self._quiet_end(self.stream(id_or_name, source=source, path=path,
-                                                supervisor_process=supervisor_process, follow=False, tail=tail))
+            lines = self._quiet_end(self.stream(id_or_name, follow=False, tail=tail, **log))
         if tail is None:
             async for event in lines:
                 yield event
@@ -121,29 +136,16 @@ class Logs:
                     return
                 yield event
 
-    def stream(
-        self,
-        id_or_name: str,
-        *,
-        source: LogSource | str = LogSource.PATH,
-        path: str | None = None,
-        supervisor_process: str | None = None,
-        follow: bool = True,
-        tail: int | None = None,
-        retry: bool = True,
-    ) -> Stream[LogEvent]:
+    def stream(self, id_or_name: str, *, follow: bool = True, tail: int | None = None, retry: bool = True,
+               **log: Unpack[LogOf]) -> Stream[LogEvent]:
         """One `LogEvent` per line. With `follow=False` the iteration ends after the existing lines;
         with `follow=True` it starts at the end of the log and runs until closed. Unknown path or name:
         `NotFound` on `async with` or the first iteration. `tail` (a bbrowse serve extension, not sent
         unless given) first sends the last `tail` existing lines. `retry=False`: a failure to open is raised at
         once (for a caller that reconnects on its own and must know of every gap)."""
-        params: dict[str, Any] = {"source": str(source), "follow": "true" if follow else "false"}
+        params = {**_log_params(log), "follow": "true" if follow else "false"}
         if tail is not None:
             params["tail"] = tail
-        if path is not None:
-            params["path"] = path
-        if supervisor_process is not None:
-            params["supervisor_process"] = supervisor_process
         return Stream(self._events(id_or_name, params, retry))
 
     async def _events(self, id_or_name: str, params: dict[str, Any], retry: bool = True) \
@@ -159,18 +161,21 @@ class Logs:
         self,
         id_or_name: str,
         *,
-        source: LogSource | str = LogSource.PATH,
-        path: str | None = None,
-        supervisor_process: str | None = None,
         tail: int | None = None,
+        tail_from_file: bool = False,
         on_state: Callable[[str, str | None], object] = lambda state, reason: None,
+        **log: Unpack[LogOf],
     ) -> AsyncIterator[LogEvent | LogGap]:
         """Follow a log until closed, across drops and stalls: `LogEvent`s, and a `LogGap` where the link was
         down, followed (for a file) by the lines written meanwhile. `on_state(state, reason)` hears of each
         change (`CONNECTING`, `LIVE`, `STALLED`, `RECONNECTING`). A refusal that would not change on another try
         (the file or the session missing) is raised. A stream that answers only "logs source not available"
-        or "failed to open log path" (Kernel's VM) yields that line and ends."""
-        return _Follower(self, id_or_name, str(source), path, supervisor_process, tail, on_state).run()
+        or "failed to open log path" (Kernel's VM) yields that line and ends.
+
+        `tail`: the last `tail` existing lines first. `tail_from_file`: the service ignores `tail` (Kernel's VM),
+        so a file's last lines are read with `read_file` once the stream has begun, then the stream's lines
+        follow, the lines both carried once."""
+        return _Follower(self, id_or_name, log, tail, tail_from_file, on_state).run()
 
     async def supervisors(self, id_or_name: str) -> list[str]:
         """bbrowse serve extension: the names `source=supervisor` accepts (`bbrowse` first).
@@ -184,16 +189,18 @@ class Logs:
 
 
 class _Follower:
-    def __init__(self, logs: Logs, id_or_name: str, source: str, path: str | None, supervisor: str | None,
-                 tail: int | None, on_state: Callable[[str, str | None], object]) -> None:
+    def __init__(self, logs: Logs, id_or_name: str, log: LogOf, tail: int | None, tail_from_file: bool,
+                 on_state: Callable[[str, str | None], object]) -> None:
         self.logs = logs
         self.id_or_name = id_or_name
-        self.source = source
-        self.path = path
-        self.supervisor = supervisor
+        self.log = log
+        self.path = log.get("path")
         self.tail = tail
         self.on_state = on_state
-        self.by_file = source == LogSource.PATH and path is not None and logs._read_file is not None
+        self.by_file = (str(log.get("source", LogSource.PATH)) == LogSource.PATH and self.path is not None
+                        and logs._read_file is not None)
+        #: The file's last `tail` lines are still to be read (the service ignores `tail`), joined to the stream.
+        self.history_pending = self.by_file and tail_from_file and bool(tail)
         #: The last lines shown (non-empty), to find where a gap starts in the file.
         self.seen: collections.deque[str] = collections.deque(maxlen=SEEN_LINES)
         #: The file's size when following began: a gap before any line was shown starts there.
@@ -202,8 +209,7 @@ class _Follower:
         self.live = False
 
     def _stream(self, tail: int | None) -> Stream[LogEvent]:
-        return self.logs.stream(self.id_or_name, source=self.source, path=self.path,
-                                supervisor_process=self.supervisor, follow=True, tail=tail, retry=False)
+        return self.logs.stream(self.id_or_name, follow=True, tail=tail, retry=False, **self.log)
 
     async def _probe(self) -> bool:
         route = f"/browsers/{segment(self.id_or_name)}"
@@ -229,15 +235,17 @@ class _Follower:
         lost_at: float | None = None
         first = True
         self.on_state(CONNECTING, None)
-        if self.by_file:
+        if self.by_file and not self.history_pending:
             self.start_size = await self._size()
         while True:
             queue: asyncio.Queue[LogEvent | BaseException | None] = asyncio.Queue()
-            reader = asyncio.ensure_future(self._read(self._stream(self.tail if first else None), queue))
+            tail = self.tail if first and not self.history_pending else None
+            reader = asyncio.ensure_future(self._read(self._stream(tail), queue))
             opened = time.monotonic()
             try:
-                if lost_at is not None:
-                    async for item in self._gap(lost_at, queue):
+                if lost_at is not None or self.history_pending:
+                    async for item in self._join(lost_at, queue):
+                        self.history_pending = False
                         if isinstance(item, LogEvent) and item.message:
                             self.seen.append(item.message)
                         yield item
@@ -325,15 +333,19 @@ class _Follower:
             count += 1
             yield event
 
-    async def _gap(self, lost_at: float, queue: asyncio.Queue[LogEvent | BaseException | None]) \
+    async def _join(self, lost_at: float | None, queue: asyncio.Queue[LogEvent | BaseException | None]) \
             -> AsyncIterator[LogEvent | LogGap]:
-        """The gap's mark, then (for a file) its lines read back, the new stream's copies of them skipped."""
+        """Where a new stream meets the lines shown. After a gap (`lost_at`: when the link was lost): its mark,
+        then for a file the lines written meanwhile, read back. At the start of a file whose service ignores
+        `tail`: its last `tail` lines, read back. The new stream's copies of those lines are skipped."""
+        history = self.history_pending
         if not self.by_file:
-            yield LogGap(time.monotonic() - lost_at, None)
+            if lost_at is not None:
+                yield LogGap(time.monotonic() - lost_at, None)
             return
-        # The file is read once the new stream has begun: after its first line (then the gap ends just before
-        # that line in the file), or after `FIRST_LINE_WAIT_SECONDS` without one (a quiet log: the stream has
-        # begun by then, and its first lines that repeat the gap's end are skipped below).
+        # The file is read once the new stream has begun: after its first line (then the lines read end with
+        # that line and the few written since), or after `FIRST_LINE_WAIT_SECONDS` without one (a quiet log:
+        # the stream has begun by then, and its first lines that repeat the end of the file are skipped).
         first: LogEvent | None = None
         ended: LogEvent | BaseException | None = _OPENED
         deadline = time.monotonic() + FIRST_LINE_WAIT_SECONDS
@@ -346,48 +358,48 @@ class _Follower:
                 ended = item
             elif item is not _OPENED:
                 first = item
-        lines, rewritten = await self._lines_since_seen()
-        if first is not None and first.message in lines:
-            lines = lines[:lines.index(first.message)]
-            yield LogGap(time.monotonic() - lost_at, len(lines), rewritten)
-            now = datetime.now(UTC)
-            for line in lines:
-                yield LogEvent(message=line, timestamp=now)
-            yield first
-            return
-        if ended is not _OPENED:
-            await queue.put(ended)  # the reader has ended: nothing comes after it
-        yield LogGap(time.monotonic() - lost_at, len(lines), rewritten)
-        now = datetime.now(UTC)
-        for line in lines:
-            yield LogEvent(message=line, timestamp=now)
-        # Its first lines may be the gap's last ones.
+        lines, rewritten = await self._lines_since_seen(max(MAX_GAP_LINES, self.tail or 0) if history
+                                                        else MAX_GAP_LINES)
+        # The stream's lines that the file read carried too: wait (briefly) until they tell which they are.
         early: list[LogEvent] = [first] if first is not None else []
+        anchored = first is not None and first.message != "" and first.message in lines
         overlap_deadline = time.monotonic() + OVERLAP_WAIT_SECONDS
-        while ended is _OPENED and lines and _overlap_possible(lines, [e.message for e in early if e.message]):
+        while ended is _OPENED and lines:
+            messages = [e.message for e in early if e.message]
+            if anchored:
+                skip = _overlap_from(lines, messages)
+                if skip <= len(messages):
+                    break
+            elif not _overlap_possible(lines, messages):
+                break
             try:
                 item = await asyncio.wait_for(queue.get(), max(overlap_deadline - time.monotonic(), 0.001))
             except TimeoutError:
                 break
-            if item is _OPENED:
-                continue
             if item is None or isinstance(item, BaseException):
-                await queue.put(item)
-                break
-            early.append(item)
+                ended = item
+            elif item is not _OPENED:
+                early.append(item)
+        if ended is not _OPENED:
+            await queue.put(ended)  # the reader has ended: nothing comes after it
         messages = [e.message for e in early if e.message]
-        skip = _overlap(lines, messages)
-        for event in early:
-            if event.message and skip:
-                skip -= 1
-                continue
+        skip = _overlap_from(lines, messages) if anchored else _overlap(lines, messages)
+        carried = lines[:len(lines) - skip]
+        if history:
+            carried = carried[-self.tail:] if self.tail else []
+        elif lost_at is not None:
+            yield LogGap(time.monotonic() - lost_at, len(carried), rewritten)
+        now = datetime.now(UTC)
+        for line in carried:
+            yield LogEvent(message=line, timestamp=now)
+        for event in early:  # the stream's copies of the lines left out of `carried`
             yield event
 
-    async def _lines_since_seen(self) -> tuple[list[str], bool]:
+    async def _lines_since_seen(self, limit: int = MAX_GAP_LINES) -> tuple[list[str], bool]:
         """The file's complete, non-empty lines after the last ones shown, and whether those were not found
-        (the file was truncated or replaced: then all its lines), at most the last `MAX_GAP_LINES`."""
+        (the file was truncated or replaced: then all its lines), at most the last `limit`."""
         assert self.logs._read_file is not None and self.path is not None
-        kept: collections.deque[str] = collections.deque(maxlen=MAX_GAP_LINES)
+        kept: collections.deque[str] = collections.deque(maxlen=limit)
         anchor = list(self.seen)[-3:]
         window: collections.deque[str] = collections.deque(maxlen=max(len(anchor), 1))
         found = False
@@ -411,6 +423,20 @@ class _Follower:
         if not anchor:
             return list(kept), bool(start and offset < start)
         return list(kept), not found
+
+
+def _overlap_from(lines: list[str], early: list[str]) -> int:
+    """How many of `early` (the new stream's first lines, read back after the first of them arrived) are the end
+    of `lines`: the smallest k with lines[-k] == early[0] whose lines agree with `early` as far as both go (the
+    file was read just after that line, so it is one of the last; a line that repeats earlier in the file is
+    not taken for it). 0 when none."""
+    n = len(lines)
+    if not early:
+        return 0
+    for k in range(1, n + 1):
+        if lines[n - k] == early[0] and lines[n - k:n - k + min(k, len(early))] == early[:k]:
+            return k
+    return 0
 
 
 def _overlap(lines: list[str], early: list[str]) -> int:

@@ -18,10 +18,12 @@ header), so `bbrowse serve` publishes the same two planes from one process, with
 
 from __future__ import annotations
 
+import copy
 from urllib.parse import parse_qsl
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute, APIWebSocketRoute
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import Scope
 
 from bbrowse.service.vm_token import VM_PREFIX, VmTokenError, VmTokens
@@ -59,44 +61,23 @@ def vm_route_path(path: str) -> str:
 
 
 def mirror(router: APIRouter) -> APIRouter:
-    """A router with a copy of each of `router`'s routes at `/vm/{id_or_name}/...`, same handler and options."""
-    copy = APIRouter()
+    """A router with a copy of each of `router`'s routes at `/vm/{id_or_name}/...`, same handler and options.
+
+    Each copy is the route itself with its path changed: the handler, its parameters and its models
+    are shared (both paths name the same `{id_or_name}`), not analysed a second time, which took most of
+    the service's app building."""
+    twins: list[BaseRoute] = []
     for route in router.routes:
-        path = vm_route_path(getattr(route, "path", ""))
-        if isinstance(route, APIRoute):
-            copy.add_api_route(
-                path,
-                route.endpoint,
-                response_model=route.response_model,
-                status_code=route.status_code,
-                tags=route.tags,
-                dependencies=route.dependencies,
-                summary=route.summary,
-                description=route.description,
-                response_description=route.response_description,
-                responses=route.responses,
-                deprecated=route.deprecated,
-                methods=route.methods,
-                response_model_include=route.response_model_include,
-                response_model_exclude=route.response_model_exclude,
-                response_model_by_alias=route.response_model_by_alias,
-                response_model_exclude_unset=route.response_model_exclude_unset,
-                response_model_exclude_defaults=route.response_model_exclude_defaults,
-                response_model_exclude_none=route.response_model_exclude_none,
-                include_in_schema=False,
-                response_class=route.response_class,
-                name=f"vm_{route.name}",
-                openapi_extra=route.openapi_extra,
-                strict_content_type=route.strict_content_type,
-                max_body_size=route.max_body_size,
-                form_limits=route.form_limits,
-            )
-        elif isinstance(route, APIWebSocketRoute):
-            copy.add_api_websocket_route(path, route.endpoint, name=f"vm_{route.name}",
-                                         dependencies=route.dependencies)
-        else:
+        if not isinstance(route, APIRoute | APIWebSocketRoute):
             raise TypeError(f"cannot serve {route!r} on the VM endpoint: only API and WebSocket routes")
-    return copy
+        twin = copy.copy(route)
+        twin.path = vm_route_path(route.path)
+        twin.path_regex, twin.path_format, twin.param_convertors = compile_path(twin.path)
+        twin.name = f"vm_{route.name}"
+        if isinstance(twin, APIRoute):
+            twin.include_in_schema = False
+        twins.append(twin)
+    return APIRouter(routes=twins)
 
 
 def vm_refusal(scope: Scope, tokens: VmTokens) -> str | None:

@@ -86,12 +86,11 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
     """Stream `target` into `panel` until cancelled, across drops and stalls (`Logs.follow`: reconnecting,
     marking each gap, and for a file showing the lines written meanwhile).
 
-    `read_history`: the service has no `tail` (Kernel's VM), so a file's last lines are read with `read_file`
-    first (`Logs.existing`); a line written between that read and the stream's start is missed."""
+    `read_history`: the service ignores `tail` (Kernel's VM), so a file's last lines are read with `read_file`
+    once the stream has begun (`tail_from_file`), joined to it with no line missed or twice."""
     feed = panel.feed  # the worker writes to the feed; the panel draws it
     push = feed.line
     feed.state("connecting…")
-    history_read = False
 
     def state(now: str, reason: str | None) -> None:
         if now == LIVE:
@@ -105,16 +104,13 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
             services(panel).connection_lost(ConnectionLost(reason or "the log stream dropped"))
 
     try:
-        if read_history and target.history and target.source is LogSource.PATH:
-            async for event in client.logs.existing(session_id, path=target.name, tail=target.history):
-                push(event.message, event.timestamp.timestamp())
-            history_read = True
         events = client.logs.follow(
             session_id,
             source=target.source,
             path=target.name if target.source is LogSource.PATH else None,
             supervisor_process=target.name if target.source is LogSource.SUPERVISOR else None,
-            tail=None if history_read or not target.history else target.history,
+            tail=target.history or None,
+            tail_from_file=read_history,
             on_state=state,
         )
         count = 0
