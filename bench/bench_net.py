@@ -146,7 +146,7 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
             numbers, shown = log_numbers(), ticks()
             return {
                 "baseline": baseline, "said": said, "log_back": log_back, "shell_back": shell_back,
-                "log_lost": len(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)), "missing": sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)), "first": numbers[:3],  # DEBUG
+                "log_lost": len(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)),
                 "log_twice": len(numbers) - len(set(numbers)),
                 "shell_lost": len(set(range(shown[0], shown[-1] + 1)) - set(shown)),
                 "shell_twice": len(shown) - len(set(shown)),
