@@ -10,6 +10,7 @@ import click
 from bbrowse import __version__
 from bbrowse.commands import COMMANDS
 from bbrowse.limits import RetentionLimits, parse_duration, parse_size
+from bbrowse.startup import pause_collection
 
 
 class CommandGroup(click.Group):
@@ -87,12 +88,15 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
       bbrowse rm $SID
       bbrowse --profile work sessions     # a profile from ~/.config/bbrowse/config.toml
     """
+    if ctx.invoked_subcommand == "serve" and profile is None and theme is None:
+        return  # the service reads no profile nor theme: it starts without loading the configuration's models
     from bbrowse.config import Overrides, set_command_line
 
     if theme is not None:
         _check_theme(theme)
     set_command_line(Overrides(profile=profile, theme=theme))
     if ctx.invoked_subcommand is None:
+        pause_collection()  # until the app runs (`bbrowse.startup`)
         from bbrowse.config import load_app_settings
         from bbrowse.target import resolve_soon
 
@@ -161,6 +165,7 @@ def serve_command(host, port, token, chromium_path, ssl_certfile, ssl_keyfile, v
         click.echo(f"stopped bbrowse serve (pid {pid})" if pid else "no bbrowse serve is running")
         return
 
+    pause_collection()  # until the service listens (`bbrowse.startup`)
     from bbrowse.service.server import serve
 
     serve(host=host, port=port, token=token, chromium_path=chromium_path,

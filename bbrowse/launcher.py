@@ -84,8 +84,11 @@ def _answers(url: str, token: str, timeout: float = 1.0, client: httpx.Client | 
     """`client`: one kept across polls (a new one makes an SSL context each time: ~0.1 s of CPU)."""
     import httpx  # here: a service is started before httpx is loaded
 
+    if client is None:  # over plain HTTP, one without a TLS context (making one loads the CA store)
+        with httpx.Client(verify=not url.startswith("http://")) as own:
+            return _answers(url, token, timeout, own)
     try:
-        response = (client or httpx).get(
+        response = client.get(
             f"{url}/browsers", params={"limit": 1}, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
     except httpx.HTTPError:
@@ -162,7 +165,8 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     import httpx
 
-    with httpx.Client() as client:
+    # The service it started speaks plain HTTP on 127.0.0.1: no TLS context (making one loads the CA store).
+    with httpx.Client(verify=False) as client:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise LaunchError(f"bbrowse serve exited with code {process.returncode}; see {log_path}")

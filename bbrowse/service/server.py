@@ -27,6 +27,7 @@ from bbrowse.service.config import ServiceConfig
 from bbrowse.service.sandbox import no_sandbox_from_env
 from bbrowse.service.sandbox import probe as probe_sandbox
 from bbrowse.service.websocket_routes import WebSocketRegistry
+from bbrowse.startup import resume_collection
 
 DEFAULT_PORT = 7780
 
@@ -149,6 +150,7 @@ def serve(
     announce(f"(url and token in {discovery}, mode 0600)")
     sys.stdout.flush()
     app = create_app(config)
+    resume_collection()  # started: what start-up made stays for good (`bbrowse.startup`)
     uv_config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on",
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=3,

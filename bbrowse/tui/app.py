@@ -57,6 +57,7 @@ from bbrowse.config import (
 )
 from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
+from bbrowse.startup import resume_collection
 from bbrowse.target import Target, resolve_soon, target_for
 from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.palette import (
@@ -757,6 +758,7 @@ def run_app(settings: Settings | None = None, problems: Sequence[str] = (),
     app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
                      config_path=config_file(), problems=problems, driver_class=driver_class())
     stop_services_on_signals(app)
+    resume_collection()  # paused by `bbrowse` while the app loaded (`bbrowse.startup`)
     app.run()
     leave_at_once(app)  # a service still being started is not waited for either
 

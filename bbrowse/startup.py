@@ -1,0 +1,21 @@
+"""Start-up without the cyclic garbage collector's passes.
+
+What the app and the service allocate while they start (modules, classes, models, routes: ~100,000
+objects) lives as long as the process, yet each full collection walks all of it: 0.1 CPU-s of the
+service's 0.9 before it listens, 0.05 of the app's imports. The entry points pause collection while
+they start and resume it once started, with what start-up made moved out of the collector's sight.
+"""
+
+import gc
+
+
+def pause_collection() -> None:
+    """Called by an entry point (`bbrowse`, `bbrowse serve`) before it imports the app or the service."""
+    gc.disable()
+
+
+def resume_collection() -> None:
+    """Start-up is over: its objects are frozen (never walked again) and collection resumes, if it was paused."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
