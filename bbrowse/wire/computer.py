@@ -10,7 +10,7 @@ Unknown properties are refused (400 naming them), as the cloud's service does.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -160,9 +160,8 @@ class ComputerAction(WireModel):
         return value
 
 
-ACTION_FIELDS: tuple[str, ...] = (
-    "click_mouse", "move_mouse", "type_text", "press_key", "scroll", "drag_mouse", "set_cursor", "sleep",
-)
+#: The field of each action type (a field of `ComputerAction` by the same name).
+ACTION_FIELDS: tuple[str, ...] = get_args(ActionType)
 
 
 class BatchRequest(WireModel):

@@ -13,13 +13,14 @@ from bbrowse.service.openapi import errors
 from bbrowse.service.state import ActiveSession, State
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.wire import ScreenshotRequest
+from bbrowse.wire.computer_routes import COMPUTER, ComputerRoute
 
 #: Every documented route addresses a session: 404 when unknown.
 router = vm_served(APIRouter(tags=["browser"], responses=errors(404)))
 
 
 @router.post(
-    "/browsers/{id_or_name}/computer/screenshot",
+    f"/browsers/{{id_or_name}}/{COMPUTER}/{ComputerRoute.SCREENSHOT}",
     response_class=Response,
     responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser viewport"},
                **errors(400, 410, 502, 503)},
