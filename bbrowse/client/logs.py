@@ -273,11 +273,15 @@ class _Follower:
                 lost_at = time.monotonic()
             if time.monotonic() - opened > STABLE_SECONDS:
                 failures = 0
+            waited = 0.0
             while True:  # wait for the link: a stream opened through a stalled one would hang
-                await asyncio.sleep(reconnect_delay(failures))
+                # a probe left unanswered for seconds has waited its turn: the next one goes at once
+                await asyncio.sleep(max(0.0, reconnect_delay(failures) - waited))
                 failures += 1
+                asked = time.monotonic()
                 if await self._probe():
                     break
+                waited = time.monotonic() - asked
 
     async def _read(self, stream: Stream[LogEvent], queue: asyncio.Queue[LogEvent | BaseException | None]) -> None:
         try:
