@@ -238,7 +238,7 @@ def rendering_costs(png: bytes, repeat: int = 5) -> None:
     from textual_image.renderable.halfcell import Image as HalfcellImage
     from textual_image.renderable.sixel import Image as SixelImage
 
-    from bbrowse.tui.widgets.halfcell import fit, scaled_pixels
+    from bbrowse.tui.widgets.halfcell import cell_keys, fit
 
     get_cell_size._result = CellSize(10, 20)
     image = Image.open(io.BytesIO(png))
@@ -263,14 +263,8 @@ def rendering_costs(png: bytes, repeat: int = 5) -> None:
     canvas = HalfcellCanvas()
 
     def ours() -> int:
-        pixels = scaled_pixels(image, columns, rows * 2)
-        stride = columns * 3
-        count = 0
-        for row in range(rows):
-            segments = canvas._row_segments(pixels[2 * row * stride:(2 * row + 1) * stride],
-                                            pixels[(2 * row + 1) * stride:(2 * row + 2) * stride], -1)
-            count += len(segments)
-        return count
+        cells = cell_keys(image, columns, rows)
+        return sum(len(canvas._row_segments(cells[row * columns:(row + 1) * columns], -1)) for row in range(rows))
 
     results = {
         "bbrowse canvas (half cells)": timed(ours),
@@ -284,6 +278,33 @@ def rendering_costs(png: bytes, repeat: int = 5) -> None:
     for name, (ms, size) in results.items():
         unit = "segments" if name.startswith("bbrowse") else "bytes to the terminal"
         print(f"    {name:30} {ms:7.1f} ms   {size:>9,} {unit}")
+
+
+async def outside_the_app(service, sid: str, probe, moving: str, wanted: tuple[int, int] | None,
+                          seconds: float) -> None:
+    """The screencast without the app (the baseline of the app's frames/s): a client taking and decoding every
+    frame of the moving page at the size the pane asked for, drawing none."""
+    from bbrowse.client import BrowserClient
+    from bbrowse.client.screencast import Screencast
+    from bbrowse.tui.widgets.image_view import decode_image
+
+    await probe.send("Page.navigate", {"url": moving})
+    print(f"  the screencast outside the app (taking and decoding every frame, drawing none), "
+          f"{wanted[0] if wanted else '-'}×{wanted[1] if wanted else '-'} px, page changing everywhere:")
+    client = BrowserClient(service.url, service.token)
+    for image_format in ("png", "jpeg"):
+        async with Screencast(client, sid, max_width=wanted[0] if wanted else None,
+                              max_height=wanted[1] if wanted else None, quality=screenshot_pane.SCREENCAST_QUALITY,
+                              image_format=image_format) as cast:
+            await cast.next_frame()
+            taken, started = 0, time.monotonic()
+            while time.monotonic() - started < seconds / 2:
+                frame = await cast.next_frame()
+                if frame is None:
+                    break
+                decode_image(frame.jpeg)
+                taken += 1
+            print(f"    {image_format:4} {taken / (time.monotonic() - started):5.1f} frames/s")
 
 
 async def open_pane(pilot, app, sid: str, *, screencast: bool) -> ScreenshotPane:
@@ -317,6 +338,7 @@ async def run(service, http: httpx.AsyncClient, headless: bool, seconds: float, 
             for screencast in (True, False):
                 await probe.open(write_page(pages))
                 pane = await open_pane(pilot, app, sid, screencast=screencast)
+                wanted = pane.view.frame_pixels()
                 name = "screencast" if screencast else "polling screenshots (the baseline)"
                 print(f"  live view on {name}:")
                 await pilot.pause(1)
@@ -337,6 +359,7 @@ async def run(service, http: httpx.AsyncClient, headless: bool, seconds: float, 
                 await app.pop_screen()
             await probe.open(write_page(pages))
             png = (await http.post(f"/browsers/{sid}/computer/screenshot", json={})).content
+        await outside_the_app(service, sid, probe, moving, wanted, seconds)
         rendering_costs(png)
     finally:
         await ws.close()

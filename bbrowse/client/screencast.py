@@ -30,7 +30,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -70,6 +70,7 @@ class ScreencastUnavailable(ConnectionLost):
 class Frame:
     """One pushed frame: its JPEG, its number since the start (1, 2, ...), and the page's size in CSS pixels."""
 
+    #: The picture: JPEG, or PNG when the screencast was asked for PNG (`image_format`).
     jpeg: bytes
     number: int
     #: The page's viewport in CSS pixels (the frame is that scaled down to fit max_width × max_height).
@@ -82,14 +83,17 @@ class Frame:
 class Screencast:
     def __init__(self, client: BrowserClient, session_id: str, *, max_width: int | None = None,
                  max_height: int | None = None, quality: int = DEFAULT_QUALITY,
-                 cdp_ws_url: str | None = None) -> None:
-        """`cdp_ws_url`: connect there instead of the session's (read with `client.sessions.get`)."""
+                 cdp_ws_url: str | None = None, image_format: Literal["jpeg", "png"] = "jpeg") -> None:
+        """`cdp_ws_url`: connect there instead of the session's (read with `client.sessions.get`).
+        `image_format`: `jpeg` (small on the wire), or `png` for small frames drawn cell by cell (exact colours:
+        a flat area stays one colour and a still part of the page the same bytes, where JPEG adds noise)."""
         self.client = client
         self.session_id = session_id
         self.max_width = max_width
         self.max_height = max_height
         self.quality = quality
         self.cdp_ws_url = cdp_ws_url
+        self.image_format = image_format
         #: Frames that arrived, frames replaced by a newer one before the reader took them, frames taken.
         self.received = 0
         self.dropped = 0
@@ -225,7 +229,9 @@ class Screencast:
             self._send("Page.screencastFrameAck", {"sessionId": number}, session=self._page_session)
 
     async def _start_cast(self) -> None:
-        params: dict[str, Any] = {"format": "jpeg", "quality": self.quality, "everyNthFrame": 1}
+        params: dict[str, Any] = {"format": self.image_format, "everyNthFrame": 1}
+        if self.image_format == "jpeg":
+            params["quality"] = self.quality
         if self.max_width:
             params["maxWidth"] = self.max_width
         if self.max_height:

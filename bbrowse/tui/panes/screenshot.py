@@ -1,7 +1,8 @@
 """Screenshots of a session's browser: capture now, a live view, interact mode, a region, save.
 
 The live view shows the browser's screen as Chromium pushes it (`Page.startScreencast` through the
-session's `cdp_ws_url`, see `bbrowse.client.screencast`), scaled by Chromium to what the pane can show;
+session's `cdp_ws_url`, see `bbrowse.client.screencast`), scaled by Chromium to what the pane can show (PNG
+for half cells: exact colours keep flat areas flat and still rows unchanged; JPEG for larger pictures);
 the next frame is taken only once the last one is drawn, so frames that came meanwhile are dropped,
 never queued, and a still page sends nothing. Where CDP cannot be reached (a proxy that passes no
 WebSocket, an older service), or with a region or an interval, it captures screenshots instead: the next
@@ -192,7 +193,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
     DEFAULT_CSS = """
     ScreenshotPane { height: 1fr; }
     ScreenshotPane:focus { background-tint: $foreground 0%; }
-    ScreenshotPane #shot-status { height: 1; background: $panel; padding: 0 1; }
+    ScreenshotPane #shot-status { height: 1; width: 1fr; background: $panel; padding: 0 1; }
     ScreenshotPane #shot-region { display: none; }
     ScreenshotPane #shot-region.open { display: block; }
     ScreenshotPane #shot-region-error { display: none; height: auto; color: $text-error; padding: 0 1; }
@@ -411,7 +412,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
         ScreencastUnavailable when CDP cannot be reached or drops."""
         wanted = self.view.frame_pixels()
         cast = Screencast(self.client, self.session_id, max_width=wanted[0] if wanted else None,
-                          max_height=wanted[1] if wanted else None, quality=SCREENCAST_QUALITY)
+                          max_height=wanted[1] if wanted else None, quality=SCREENCAST_QUALITY,
+                          image_format="png" if self.view.fast else "jpeg")
         await cast.start()
         self._cast = cast
         self.post_message(LiveSource("screencast"))
@@ -479,7 +481,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         self.frame_times.append(now)
         drawn.set()
         if now - self._status_at >= STATUS_EVERY_SECONDS or not self.live:
-            self._update_status()  # a new status line lays the screen out again: not 30 times a second
+            self._update_status()  # redrawing the status line costs a repaint: not 30 times a second
         elif not self._status_due:
             self._status_due = True  # the last frame of a burst is counted too, a little later
             self.set_timer(STATUS_EVERY_SECONDS, self._update_status)
@@ -753,4 +755,4 @@ class ScreenshotPane(SessionPane, can_focus=True):
         width = self._status.content_region.width
         if width and status.cell_len > width:  # cut with a "…", not mid-word
             status.truncate(width, overflow="ellipsis")
-        self._status.update(status)
+        self._status.update(status, layout=False)  # one row the width of the pane: its size never changes

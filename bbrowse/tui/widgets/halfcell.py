@@ -13,6 +13,8 @@ of the original image, and it can mark one pixel (the remote mouse) with a cell 
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,6 +23,7 @@ from rich.color import Color, ColorType
 from rich.color_triplet import ColorTriplet
 from rich.segment import Segment
 from rich.style import Style
+from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -111,9 +114,10 @@ class HalfcellCanvas(Widget):
         self.geometry: Geometry | None = None
         self._cell = cell_size()
         self._strips: list[Strip] = []
-        self._row_keys: list[bytes | None] = []
-        self._styles: dict[bytes, Style] = {}
-        self._scaled: tuple[tuple[int, int, int], bytes] | None = None
+        self._row_keys: list[tuple[list[int], int] | None] = []
+        #: One cell's segment per `cell_keys` number, kept between frames (a page has few colours).
+        self._cells: dict[int, Segment] = {}
+        self._scaled: tuple[tuple[int, int, int], list[int]] | None = None
         #: Rows repainted by the last `show` (for benchmarks: a still page repaints few).
         self.rows_changed = 0
 
@@ -152,24 +156,21 @@ class HalfcellCanvas(Widget):
             self._strips = [Strip.blank(size.width)] * size.height
         scaled_key = (id(image), columns, rows)
         if self._scaled is None or self._scaled[0] != scaled_key:
-            self._scaled = (scaled_key, scaled_pixels(image, columns, rows * 2))
-        pixels = self._scaled[1]  # the same frame with the mark moved: not scaled again
+            self._scaled = (scaled_key, cell_keys(image, columns, rows))
+        cells = self._scaled[1]  # the same frame with the mark moved: not scaled again
         mark = geometry.cell_of(*self.cursor) if self.cursor is not None else None
         left = Segment(" " * geometry.x) if geometry.x else None
         right_width = size.width - geometry.x - columns
         right = Segment(" " * right_width) if right_width else None
-        stride = columns * 3
         changed: list[int] = []
         for row in range(rows):
-            top = pixels[2 * row * stride: (2 * row + 1) * stride]
-            bottom = pixels[(2 * row + 1) * stride: (2 * row + 2) * stride]
+            keys = cells[row * columns: (row + 1) * columns]
             mark_x = mark[0] - geometry.x if mark is not None and mark[1] - geometry.y == row else -1
-            key = top + bottom + mark_x.to_bytes(4, "little", signed=True)
             y = geometry.y + row
-            if not everything and self._row_keys[y] == key:
+            if not everything and self._row_keys[y] == (keys, mark_x):
                 continue
-            self._row_keys[y] = key
-            segments = self._row_segments(top, bottom, mark_x)
+            self._row_keys[y] = (keys, mark_x)
+            segments = self._row_segments(keys, mark_x)
             if left is not None:
                 segments.insert(0, left)
             if right is not None:
@@ -183,29 +184,37 @@ class HalfcellCanvas(Widget):
             for start, end in _runs(changed):
                 self.refresh(Region(0, start, size.width, end - start))
 
-    def _row_segments(self, top: bytes, bottom: bytes, mark_x: int) -> list[Segment]:
-        """One row of cells: runs of the same top/bottom colours become one segment."""
-        styles = self._styles
-        if len(styles) > STYLE_CACHE_LIMIT:
-            styles.clear()
+    def _row_segments(self, keys: list[int], mark_x: int) -> list[Segment]:
+        """One row of cells (`cell_keys`): runs of the same top/bottom colours become one segment."""
+        cells = self._cells
+        if len(cells) > STYLE_CACHE_LIMIT:
+            cells.clear()
         segments: list[Segment] = []
-        run_key = b""
+        append = segments.append
+        run_key = -1
         run_length = 0
-        for i in range(0, len(top), 3):
-            key = top[i:i + 3] + bottom[i:i + 3]
+        cell = _BLANK_CELL
+        for key in keys:
             if key == run_key:
                 run_length += 1
                 continue
             if run_length:
-                segments.append(Segment(UPPER_HALF * run_length, styles[run_key]))
-            if key not in styles:
-                styles[key] = Style.from_color(_rgb(key[:3]), _rgb(key[3:]))
-            run_key, run_length = key, 1
+                append(cell if run_length == 1 else Segment(UPPER_HALF * run_length, cell.style))
+            found = cells.get(key)
+            if found is None:
+                found = cells[key] = _cell(key)
+            cell, run_key, run_length = found, key, 1
         if run_length:
-            segments.append(Segment(UPPER_HALF * run_length, styles[run_key]))
+            append(cell if run_length == 1 else Segment(UPPER_HALF * run_length, cell.style))
         if mark_x >= 0:
             segments = _overlay(segments, mark_x, Segment(CURSOR_CHAR, CURSOR_STYLE))
         return segments
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """The app's filters but the ANSI-to-truecolor one: every colour drawn here is already truecolor and
+        none is dim, so that filter would only copy each changed row's segments (a third of Textual's share
+        of a frame of a page changing everywhere)."""
+        return [found for found in super().get_line_filters() if not isinstance(found, ANSIToTruecolor)]
 
     def render_line(self, y: int) -> Strip:
         if 0 <= y < len(self._strips):
@@ -214,11 +223,18 @@ class HalfcellCanvas(Widget):
 
 
 @lru_cache(maxsize=STYLE_CACHE_LIMIT)
-def _rgb(pixel: bytes) -> Color:
-    """A true colour for 3 RGB bytes, built directly (`Color.from_rgb` and `Style(...)` check and name
-    things: 10× slower)."""
-    return Color("", ColorType.TRUECOLOR, triplet=ColorTriplet(pixel[0], pixel[1], pixel[2]))
+def _rgb(pixel: int) -> Color:
+    """A true colour for a 24-bit RGB number (red in the low byte), built directly (`Color.from_rgb` and
+    `Style(...)` check and name things: 10x slower)."""
+    return Color("", ColorType.TRUECOLOR, triplet=ColorTriplet(pixel & 0xFF, (pixel >> 8) & 0xFF, pixel >> 16))
 
+
+def _cell(key: int) -> Segment:
+    """One half-block cell for a `cell_keys` number: the top pixel as the colour, the bottom as the background."""
+    return Segment(UPPER_HALF, Style.from_color(_rgb(key & 0xFFFFFF), _rgb(key >> 24)))
+
+
+_BLANK_CELL = Segment(UPPER_HALF)
 
 #: Colour levels kept per channel (the low bits dropped): gradients and photos then share styles and
 #: runs, at a difference no one sees in a picture made of half cells. Five bits, not six: a page changing
@@ -235,6 +251,24 @@ def scaled_pixels(image: PILImage.Image, width: int, height: int) -> bytes:
     if rgb.size != (width, height):
         rgb = rgb.resize((width, height), PILImage.Resampling.BOX)
     return rgb.point(_QUANTISE).tobytes()
+
+
+def cell_keys(image: PILImage.Image, columns: int, rows: int) -> list[int]:
+    """`image` scaled to columns × rows half cells: one number a cell, row after row, the top pixel's RGB in
+    its low three bytes (red lowest) and the bottom pixel's in the next three. Made by Pillow and slice
+    assignment, so no Python runs per pixel; equal numbers are equal cells."""
+    pixels = scaled_pixels(image, columns, rows * 2)
+    stride = columns * 3
+    top = b"".join(pixels[2 * row * stride: (2 * row + 1) * stride] for row in range(rows))
+    bottom = b"".join(pixels[(2 * row + 1) * stride: (2 * row + 2) * stride] for row in range(rows))
+    packed = bytearray(8 * columns * rows)
+    for channel in range(3):
+        packed[channel::8] = top[channel::3]
+        packed[3 + channel::8] = bottom[channel::3]
+    if sys.byteorder == "big":
+        packed.reverse()  # then the numbers come out in reverse order too
+        return memoryview(packed).cast("Q").tolist()[::-1]
+    return memoryview(packed).cast("Q").tolist()
 
 
 def _overlay(segments: list[Segment], x: int, cell: Segment) -> list[Segment]:
