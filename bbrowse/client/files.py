@@ -39,16 +39,22 @@ class Files:
     def __init__(self, transport: Transport) -> None:
         self._t = transport
 
-    def read_file(self, id_or_name: str, path: str, *, chunk_size: int | None = CHUNK_BYTES) -> Stream[bytes]:
+    def read_file(self, id_or_name: str, path: str, *, chunk_size: int | None = CHUNK_BYTES,
+                  receive_buffer: int | None = None) -> Stream[bytes]:
         """The file's bytes in chunks as they arrive; the whole file is never held in memory.
 
+        The contract has no byte ranges: the service sends the whole file as fast as the link takes it. To
+        read only the start, close the stream early and pass a small `receive_buffer` (bytes): the read then
+        has a connection of its own whose window bounds what is sent past the close.
         Errors (404 no such file, 400 a directory or relative path) are raised on `async with` or the first iteration.
         """
-        return Stream(self._read(id_or_name, path, chunk_size))
+        return Stream(self._read(id_or_name, path, chunk_size, receive_buffer))
 
-    async def _read(self, id_or_name: str, path: str, chunk_size: int | None) -> AsyncGenerator[bytes, None]:
+    async def _read(self, id_or_name: str, path: str, chunk_size: int | None,
+                    receive_buffer: int | None) -> AsyncGenerator[bytes, None]:
         route = f"/browsers/{segment(id_or_name)}/fs/read_file"
-        async with self._t.open_stream("GET", route, params={"path": path}) as response:
+        async with self._t.open_stream("GET", route, params={"path": path},
+                                       receive_buffer=receive_buffer) as response:
             yield OPENED
             async for chunk in iter_body(response, f"read_file {path}", chunk_size):
                 yield chunk

@@ -16,7 +16,9 @@ connection anyway.
 from __future__ import annotations
 
 import asyncio
+import socket
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -95,11 +97,13 @@ def _client_options(config: ClientConfig) -> dict[str, Any]:
     }
 
 
-def _transports(config: ClientConfig, limits: httpx.Limits) -> dict[str, Any]:
+def _transports(config: ClientConfig, limits: httpx.Limits,
+                socket_options: Sequence[tuple[int, int, int]] = ()) -> dict[str, Any]:
     """The connections' transport, and one per proxy from the environment: all with TCP keepalive and the
     shared TLS context (httpx's own proxy transports would have neither)."""
     verify = ssl_context() if config.base_url.startswith("https://") else False
-    options: dict[str, Any] = {"verify": verify, "limits": limits, "socket_options": keepalive_socket_options()}
+    options: dict[str, Any] = {"verify": verify, "limits": limits,
+                               "socket_options": [*keepalive_socket_options(), *socket_options]}
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
     if not config.is_loopback:
         for pattern, proxy in get_environment_proxies().items():
@@ -116,6 +120,15 @@ def new_http_client(config: ClientConfig, *, max_calls: int = MAX_CALL_CONNECTIO
         max_connections=max_calls, max_keepalive_connections=min(20, max_calls), keepalive_expiry=KEEPALIVE_EXPIRY)
     return PooledClient(streams=httpx.AsyncClient(**_transports(config, STREAM_LIMITS), **options),
                         **_transports(config, limits), **options)
+
+
+def narrow_http_client(config: ClientConfig, receive_buffer: int) -> httpx.AsyncClient:
+    """A client for one streamed read the caller will cut short: one connection, never kept, whose socket
+    receive buffer is `receive_buffer` bytes (set as it connects, before the request is sent), so the
+    service cannot push much more than the caller reads before the close reaches it."""
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=0)
+    return httpx.AsyncClient(**_transports(config, limits, [(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)]),
+                             trust_env=not config.is_loopback)
 
 
 def shared_http_client(config: ClientConfig) -> httpx.AsyncClient:

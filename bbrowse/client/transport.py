@@ -20,7 +20,7 @@ import httpx
 
 from bbrowse.client.config import ClientConfig
 from bbrowse.client.errors import ClientError, ConnectionLost, RequestTimeout, ServiceError, error_from_response
-from bbrowse.client.pool import shared_http_client
+from bbrowse.client.pool import narrow_http_client, shared_http_client
 from bbrowse.client.retry import RETRYABLE_STATUSES, parse_retry_after
 from bbrowse.client.routing import Route, RouteCache, subresources_from_env
 
@@ -154,12 +154,40 @@ class Transport:
         sse: bool = False,
         ok: Iterable[int] = _OK,
         headers: Mapping[str, str] | None = None,
+        receive_buffer: int | None = None,
     ) -> AsyncIterator[httpx.Response]:
         """Open a streamed response and yield it once its status is in `ok` (the body not yet read).
 
         Retries happen only before the first byte of a good response is handed over, so a stream is
         never replayed. SSE streams ask for `text/event-stream` and no caching (as httpx-sse does).
+        `receive_buffer`: a body the caller will cut short travels on a connection of its own with a socket
+        receive buffer that small, closed with the stream (see `pool.narrow_http_client`).
         """
+        narrow = None
+        if receive_buffer is not None and self._own_http is None:
+            narrow = narrow_http_client(self.config, receive_buffer)
+        try:
+            async with self._open_stream(method, path, idempotent=idempotent, params=params, json=json, sse=sse,
+                                         ok=ok, headers=headers, sender=narrow or self.http) as response:
+                yield response
+        finally:
+            if narrow is not None:
+                await narrow.aclose()
+
+    @asynccontextmanager
+    async def _open_stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        sse: bool,
+        ok: Iterable[int],
+        headers: Mapping[str, str] | None,
+        sender: httpx.AsyncClient,
+    ) -> AsyncIterator[httpx.Response]:
         started = time.monotonic()
         attempt = 0
         ok = tuple(ok)
@@ -169,7 +197,7 @@ class Transport:
             request = self._build(method, path, direct, params=params, json=json, headers=headers,
                                   timeout=self.stream_timeout)
             try:
-                response = await self.http.send(request, stream=True)
+                response = await sender.send(request, stream=True)
             except httpx.TransportError as exc:
                 error: ClientError = describe_transport_error(exc, method, self._target(path, direct))
                 await self._wait_or_raise(error, exc, attempt, None, idempotent, started)

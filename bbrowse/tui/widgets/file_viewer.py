@@ -1,10 +1,16 @@
 """The file viewer: the first bytes of a remote file as highlighted text, a hex dump, or an image.
 
-A file on the instance may be 500 MB, so the viewer never asks for all of it. It streams
-`read_file` and keeps only the first `LOAD_STEP` bytes (256 KiB), drawing as soon as the first
-block arrives, then closes the stream. `m` (or scrolling to the end) loads the next step, up to
-`MAX_LOADED`; past that, `s` in the files pane saves the whole file. The contract has no byte ranges,
-so a further step reads the file from the start again and drops what is already shown.
+A file on the instance may be 500 MB, and `read_file` has no byte ranges: the service sends the
+whole file as fast as the link takes it. So the first read keeps only `FIRST_READ` bytes (a screen and
+more), on a connection of its own with a small receive buffer, drawing as soon as the first block
+arrives, and then closes it: on a slow link the first screen costs that much and no more. `m` (or
+scrolling to the end) loads a further `LOAD_STEP`, up to `MAX_LOADED`; past that, `s` in the files pane
+saves the whole file. A further step reads the file from the start again and drops what is shown.
+
+The read is a worker that posts the bytes (`Block`, `StepEnded`, `ReadFailed`); the viewer's handlers
+draw them. An open is itself a message the viewer posts to itself, so it is handled after any reply of
+the previous read already queued: a late reply cannot land in the next file, and one that arrives after
+the viewer is gone is never handled.
 
 Text and hex rows are drawn with Textual's line API (`FileLines.render_line`): only visible rows
 are formatted, so the cost of a frame does not depend on the size of what is loaded. Syntax
@@ -24,7 +30,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
@@ -44,7 +50,13 @@ from bbrowse.tui.app_services import services
 from bbrowse.tui.file_kind import SNIFF_BYTES, FileKind, detect_kind, language_for, pygments_language
 from bbrowse.tui.widgets.image_view import ImageView, decode_image, image_error_text
 
-#: Bytes loaded per step (the first screen needs only the first block of it).
+#: Bytes of the first read: the first screen needs the first block (`SNIFF_BYTES`) of it; the rest is a
+#: margin for long lines and the first pages down.
+FIRST_READ = 64 * 1024
+#: Socket receive buffer of the first read's connection: what the service can send past `FIRST_READ`
+#: before the close reaches it is about this much (plus what is on the wire).
+FIRST_READ_WINDOW = 32 * 1024
+#: Bytes loaded by each further step (`m`, or scrolling to the end).
 LOAD_STEP = 256 * 1024
 #: Most bytes the viewer ever holds for text and hex; save the file to see past it.
 MAX_LOADED = 16 * 1024 * 1024
@@ -65,6 +77,13 @@ STYLE_OFFSET = "$text-secondary"
 HEX_STYLES = {"null": "$text 45%", "printable": "$text", "whitespace": "$text-success", "other": "$text-warning"}
 
 HighlightedLine = list[tuple[str, str]]
+
+
+def image_target(kind: FileKind, size: int | None, target: int) -> int:
+    """The bytes to read once the kind is known: a whole image when it can be drawn, else `target`."""
+    if kind is FileKind.IMAGE and (size is None or size <= MAX_IMAGE_BYTES):
+        return MAX_IMAGE_BYTES + 1
+    return target
 
 
 def display_line(raw: str) -> str:
@@ -357,6 +376,36 @@ class FileViewer(Vertical):
             super().__init__()
             self.viewer = viewer
 
+    class OpenRemote(Message, bubble=False):
+        """`open_remote` asked for `path`: handled in turn with the replies of the read it replaces."""
+
+        def __init__(self, path: str, size: int | None, at: float) -> None:
+            super().__init__()
+            self.path = path
+            self.size = size
+            self.at = at
+
+    class Block(Message, bubble=False):
+        """The read's next bytes to show (those already shown and those past the step are left out)."""
+
+        def __init__(self, data: bytes) -> None:
+            super().__init__()
+            self.data = data
+
+    class StepEnded(Message, bubble=False):
+        """The read stopped: at the end of the file (`eof`) or at its target; `received` bytes came in all."""
+
+        def __init__(self, *, eof: bool, received: int) -> None:
+            super().__init__()
+            self.eof = eof
+            self.received = received
+
+    class ReadFailed(Message, bubble=False):
+        def __init__(self, error: ClientError, received: int) -> None:
+            super().__init__()
+            self.error = error
+            self.received = received
+
     def __init__(self, session_id: str | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.session_id = session_id
@@ -373,7 +422,9 @@ class FileViewer(Vertical):
         self.opened_at: float | None = None
         self.first_block_at: float | None = None
         self._generation = 0
-        self._target = LOAD_STEP
+        #: `open_remote` calls whose `OpenRemote` is not handled yet.
+        self._opens_pending = 0
+        self._target = FIRST_READ
         self._image_failed = False
         self._image_why = "too large to draw"
 
@@ -394,11 +445,12 @@ class FileViewer(Vertical):
     @property
     def is_settled(self) -> bool:
         """Nothing loading or highlighting any more (for tests and benchmarks)."""
-        return not self.is_loading and not any(w.node is self and w.is_running for w in self.workers)
+        return not self._opens_pending and not self.is_loading and \
+            not any(w.node is self and w.is_running for w in self.workers)
 
     # opening ------------------------------------------------------------------
 
-    def _start(self, path: str, size: int | None) -> int:
+    def _start(self, path: str, size: int | None, at: float | None = None) -> int:
         self._generation += 1
         self.workers.cancel_group(self, "file-viewer-load")
         self.workers.cancel_group(self, "file-viewer-highlight")
@@ -412,8 +464,8 @@ class FileViewer(Vertical):
         self.hex_forced = False
         self._image_failed = False
         self._image_why = "too large to draw"
-        self._target = LOAD_STEP
-        self.opened_at = time.perf_counter()
+        self._target = FIRST_READ
+        self.opened_at = time.perf_counter() if at is None else at
         self.first_block_at = None
         self.lines.reset()
         self.lines.total_size = size
@@ -427,19 +479,28 @@ class FileViewer(Vertical):
         """Stream the start of `path` from the session (`size` from file_info, when known)."""
         if self.session_id is None:
             raise ValueError("a file viewer without a session shows only what `show_bytes` gives it")
-        generation = self._start(path, size)
-        self.is_loading = True
-        self._stream(generation, self.session_id, path)
+        self.workers.cancel_group(self, "file-viewer-load")  # it posts nothing more; what it posted is drawn first
+        self._opens_pending += 1
+        self.post_message(self.OpenRemote(path, size, time.perf_counter()))
+
+    @on(OpenRemote)
+    def _open_remote(self, message: OpenRemote) -> None:
+        self._opens_pending -= 1
+        self._start(message.path, message.size, message.at)
+        if self.session_id is not None:
+            self.is_loading = True
+            self._stream(self.session_id, message.path, skip=0, target=FIRST_READ, size=message.size,
+                         window=FIRST_READ_WINDOW)
 
     def show_bytes(self, path: str, data: bytes, size: int | None = None) -> None:
         """Show `data` as the start of `path` without a service: for snapshots and previews."""
-        generation = self._start(path, size if size is not None else len(data))
-        self._take(generation, data)
-        self._finish_step(generation, eof=self.loaded_bytes == len(data) and (size is None or len(data) >= size))
+        self._start(path, size if size is not None else len(data))
+        self._take(data)
+        self._finish_step(eof=self.loaded_bytes == len(data) and (size is None or len(data) >= size))
 
     def load_more(self) -> None:
         """Load the next step of a text or hex view, if there is more and room for it."""
-        if self.path is None or self.is_loading or self.complete or self.session_id is None:
+        if self.path is None or self.is_loading or self._opens_pending or self.complete or self.session_id is None:
             return  # (no session: bytes given by `show_bytes`, there is no stream to ask)
         if self.kind is FileKind.IMAGE and not self.hex_forced:
             return
@@ -449,7 +510,7 @@ class FileViewer(Vertical):
         self._target = min(self.loaded_bytes + LOAD_STEP, MAX_LOADED)
         self.is_loading = True
         self._set_footer()
-        self._stream(self._generation, self.session_id, self.path)
+        self._stream(self.session_id, self.path, skip=self.loaded_bytes, target=self._target, size=None)
 
     def toggle_hex(self) -> None:
         """Switch a text or image file to its hex dump and back."""
@@ -461,43 +522,69 @@ class FileViewer(Vertical):
             self._show_kind()
 
     @work(exclusive=True, group="file-viewer-load")
-    async def _stream(self, generation: int, session_id: str, path: str) -> None:
-        skip = self.loaded_bytes
-        seen = 0
-        eof = False
+    async def _stream(self, session_id: str, path: str, *, skip: int, target: int, size: int | None,
+                      window: int | None = None) -> None:
+        """Read `path` from its start; post the bytes from `skip` to `target`, then close the stream. Posts
+        only: the handlers below draw. An image found by the first read is read whole, on a connection with
+        a normal window (the small one would slow it down)."""
+        posted, received, eof = skip, 0, False
+        head = bytearray() if skip == 0 else None  # the first read finds the kind, as the handler will
         fs = services(self).connected_client().fs
         try:
-            async with fs.read_file(session_id, path, chunk_size=None) as chunks:
-                async for chunk in chunks:
-                    self.bytes_received += len(chunk)
-                    start, seen = seen, seen + len(chunk)
-                    if seen > skip and self._take(generation, chunk[max(skip - start, 0):]):
-                        break
-                    # Chunks already buffered would otherwise be taken back to back: give the
-                    # screen its turn, so the first rows are drawn before the step is complete.
-                    await asyncio.sleep(0)
-                else:
-                    eof = True
+            while True:
+                seen, widen = 0, False
+                async with fs.read_file(session_id, path, chunk_size=None, receive_buffer=window) as chunks:
+                    async for chunk in chunks:
+                        start, seen = seen, seen + len(chunk)
+                        received += len(chunk)
+                        if head is not None:
+                            head += chunk[: SNIFF_BYTES - len(head)]
+                            if len(head) >= SNIFF_BYTES:
+                                wanted = image_target(detect_kind(bytes(head), complete=False), size, target)
+                                widen, target, head = wanted != target and window is not None, wanted, None
+                        if seen > posted:
+                            self.post_message(self.Block(chunk[posted - start:max(target - start, 0)]))
+                            posted = min(seen, target)
+                        if seen >= target or widen:
+                            break
+                    else:
+                        eof = True
+                if not widen:
+                    break
+                window = None
         except ClientError as error:
-            if generation == self._generation:
-                self.is_loading = False
-                self._failed(error)
+            self.post_message(self.ReadFailed(error, received))
             return
-        self._finish_step(generation, eof=eof)
+        self.post_message(self.StepEnded(eof=eof, received=received))
 
-    def _take(self, generation: int, piece: bytes) -> bool:
+    @on(Block)
+    def _block(self, message: Block) -> None:
+        self._take(message.data)
+
+    @on(StepEnded)
+    def _step_ended(self, message: StepEnded) -> None:
+        self.bytes_received += message.received
+        self._finish_step(eof=message.eof)
+
+    @on(ReadFailed)
+    def _read_failed(self, message: ReadFailed) -> None:
+        self.bytes_received += message.received
+        self.is_loading = False
+        self._failed(message.error)
+
+    def _take(self, piece: bytes) -> bool:
         """Accept `piece` up to the current target (which can grow once the kind is known); True when reached."""
         while piece:
             room = self._target - self.loaded_bytes
             if room <= 0:
                 break
-            self._accept(generation, piece[:room])
+            self._accept(piece[:room])
             piece = piece[room:]
         return self.loaded_bytes >= self._target
 
-    def _accept(self, generation: int, piece: bytes) -> None:
+    def _accept(self, piece: bytes) -> None:
         """Take a block of the file: decide its kind once enough has arrived, then draw what is new."""
-        if generation != self._generation or not piece:
+        if not piece:
             return
         lines = self.lines
         lines.data += piece
@@ -516,19 +603,16 @@ class FileViewer(Vertical):
         data = bytes(self.lines.data)
         self.kind = detect_kind(data[:SNIFF_BYTES], complete=complete)
         if self.kind is FileKind.IMAGE:
-            if self.total_size is None or self.total_size <= MAX_IMAGE_BYTES:
-                self._target = MAX_IMAGE_BYTES + 1
-            else:
-                self._image_failed = True
+            self._target = image_target(self.kind, self.total_size, self._target)
+            self._image_failed = self._target <= MAX_IMAGE_BYTES
         if self.kind is FileKind.TEXT:
             self.lines.text.feed(data)
             self.language = language_for(self.path or "", self.lines.text.first_line())
         self._show_kind()
         self.post_message(self.Opened(self))
 
-    def _finish_step(self, generation: int, *, eof: bool) -> None:
-        if generation != self._generation:
-            return
+    def _finish_step(self, *, eof: bool) -> None:
+        generation = self._generation
         self.is_loading = False
         self.complete = eof or (self.total_size is not None and self.loaded_bytes >= self.total_size > 0)
         if self.kind is None:
