@@ -129,7 +129,7 @@ def test_a_wrong_guess_is_taken_back_as_soon_as_the_output_contradicts_it() -> N
 def test_a_guess_never_echoed_expires_after_its_stdin_call_came_back() -> None:
     pane = Pane()
     pane.type(b"a")
-    pane.output(b"a")
+    pane.output(b"a")  # echoed before its call came back: echoes here are not late
     pane.ack()
     pane.type(b"b")
     assert pane.drawn() == "$ ab"
@@ -142,6 +142,77 @@ def test_a_guess_never_echoed_expires_after_its_stdin_call_came_back() -> None:
     pane.clock.now = deadline
     pane.predictor.cull()
     assert pane.drawn() == "$ a"
+    assert pane.predictor.stats.wrong_shown == 1
+
+
+def test_a_guess_is_wrong_as_soon_as_a_key_typed_after_it_is_echoed() -> None:
+    """The program echoes in order: the echo of a later key proves an earlier one was not echoed as guessed,
+    before any grace (a misprediction gone within one round trip of its key)."""
+    pane = Pane()
+    pane.type(b"a")
+    pane.output(b"a")
+    pane.type(b"b")  # the program will not echo this one (a key it ignores)
+    pane.type(b"c")
+    assert pane.drawn() == "$ abc"
+    pane.clock.tick(0.1)
+    pane.output(b"\x1b[1Cc")  # "c" echoed where it was guessed, "b"'s cell untouched: no ack came yet
+    assert pane.drawn() == "$ a c"
+    assert pane.predictor.stats.wrong_shown == 1
+    assert pane.predictor.stats.taken_back == [pytest.approx(0.1)]
+
+
+def test_echoes_measured_late_lengthen_the_grace_so_a_correct_guess_does_not_flicker() -> None:
+    """On a loaded link echoes come 120-200 ms after their `stdin` call came back: the grace follows them
+    (mean + 4 deviations), so a correct guess whose echo is as late stays drawn until it comes. (Half the
+    round trip, 50 ms, took each back: drawn, gone, drawn again.)"""
+    pane = Pane(rtt=0.1)
+    pane.type(b"a")
+    pane.ack()
+    pane.clock.tick(0.15)
+    pane.output(b"a")  # the first echo, 150 ms after its call came back (its epoch was not drawn yet)
+    for lag, char in zip((0.12, 0.2, 0.15, 0.18, 0.13, 0.2), b"bcdefg", strict=True):
+        pane.type(bytes([char]))
+        pane.ack()
+        pane.clock.tick(lag)
+        pane.predictor.cull()
+        assert chr(char) in pane.drawn(), f"{chr(char)!r} taken back {lag * 1000:.0f} ms after its ack"
+        pane.output(bytes([char]))
+    assert pane.drawn() == "$ abcdefg"
+    assert pane.predictor.stats.wrong == 0
+    pane.type(b"h")  # not echoed: still taken back, once the grace passed
+    assert pane.drawn() == "$ abcdefgh"
+    pane.ack()
+    deadline = pane.predictor.next_deadline()
+    assert deadline is not None and 0.2 <= deadline - pane.clock.now <= 0.5
+    pane.clock.now = deadline
+    pane.predictor.cull()
+    assert pane.drawn() == "$ abcdefg" and pane.predictor.stats.wrong_shown == 1
+
+
+def test_an_echo_that_came_after_its_guess_expired_is_measured_so_the_next_one_waits_for_it() -> None:
+    """Echoes within the grace are not all there is: one that came after its guess was taken back is a late
+    echo too, measured, so the grace grows past it (else it never could)."""
+    pane = Pane(rtt=0.1)
+    pane.type(b"a")
+    pane.output(b"a")
+    pane.ack()
+    pane.type(b"b")
+    assert pane.drawn() == "$ ab"
+    pane.ack()
+    pane.clock.tick(0.3)  # past the grace (50 ms): taken back...
+    pane.predictor.cull()
+    assert pane.drawn() == "$ a" and pane.predictor.stats.wrong_shown == 1
+    pane.output(b"b")  # ... and then its echo came
+    pane.type(b"c")
+    pane.output(b"c")  # a new epoch, confirmed
+    pane.ack()
+    pane.type(b"d")
+    assert pane.drawn() == "$ abcd"
+    pane.ack()
+    pane.clock.tick(0.25)
+    pane.predictor.cull()
+    assert pane.drawn() == "$ abcd", "the grace learned from the late echo of b"
+    pane.output(b"d")
     assert pane.predictor.stats.wrong_shown == 1
 
 

@@ -10,8 +10,11 @@ keys are never drawn. Full-screen programs get the same rule (and switching scre
 
 A guess is judged on every piece of output: the cell shows it (confirmed: the epoch is shown), the cell
 shows something else (wrong: taken back at once, everything if it was shown), or the cell is unchanged
-after the key's `stdin` call came back and an echo's grace passed (30 ms, half the round trip on slower
-links: expired, wrong too). Guesses are drawn
+while the echo of a key typed after it was seen (the program echoes in order: wrong too, at once), or
+unchanged after the key's `stdin` call came back and an echo's grace passed (expired, wrong too). The
+grace is how late echoes come after their call came back on this link, measured as TCP measures a round
+trip (mean + 4 deviations; at least 30 ms and half the round trip): the echo travels on another
+connection, and a correct guess taken back for a late echo is a flicker. Guesses are drawn
 while the smoothed round trip of `stdin` calls is above 30 ms (hysteresis down to 20, or after a 250 ms
 glitch), underlined above 80 ms (down to 50): mosh's thresholds. `mode`: auto, always (drawn whatever
 the round trip) or never (no guess made).
@@ -46,8 +49,13 @@ FLAG_TRIGGER_HIGH = 0.080
 GLITCH_THRESHOLD = 0.250
 GLITCH_REPAIR_COUNT = 10
 GLITCH_REPAIR_MININTERVAL = 0.150
-#: After a key's `stdin` call came back, how long its echo may still take (it travels on another connection).
+#: After a key's `stdin` call came back, how long its echo may still take at least (it travels on another
+#: connection); more when echoes were measured coming later.
 ECHO_GRACE = 0.030
+
+#: Guesses expired are watched this long for a late echo, the last this many.
+EXPIRED_SECONDS = 2.0
+EXPIRED_KEPT = 8
 
 BACKSPACES = (b"\x7f", b"\x08")
 
@@ -110,6 +118,14 @@ class Predictor:
         self._sent = 0
         self._acked = 0
         self._last_ack = 0.0
+        #: How late echoes come after their `stdin` call came back: smoothed, and its mean deviation.
+        self._echo_lag: float | None = None
+        self._echo_lag_var = 0.0
+        #: Bytes sent up to the newest key whose guess was confirmed by its echo: keys before it were echoed.
+        self._echoed = 0
+        #: Guesses expired lately (cells unchanged after the grace): one echoed after all was a late echo,
+        #: measured too (else only echoes within the grace would be, and the grace would never grow).
+        self._expired: list[Guess] = []
         #: The cursor is not known after an unguessed key: the printable keys typed since, matched
         #: against the echo left of the cursor to find it again.
         self._blind: list[str] = []
@@ -283,8 +299,20 @@ class Predictor:
 
     def _grace(self) -> float:
         """How long after a `stdin` call came back its echo may still arrive (it travels on another
-        connection: the jitter between the two grows with the round trip)."""
-        return max(ECHO_GRACE, (self.srtt or 0) / 2)
+        connection): the echoes' measured lag + 4 deviations (RFC 6298's RTO), at least half the round trip
+        and `ECHO_GRACE`."""
+        floor = max(ECHO_GRACE, (self.srtt or 0) / 2)
+        if self._echo_lag is None:
+            return floor
+        return max(floor, self._echo_lag + 4 * self._echo_lag_var)
+
+    def _echo_lag_sample(self, lag: float) -> None:
+        lag = max(0.0, lag)
+        if self._echo_lag is None:
+            self._echo_lag, self._echo_lag_var = lag, lag / 2
+            return
+        self._echo_lag_var += (abs(lag - self._echo_lag) - self._echo_lag_var) / 4
+        self._echo_lag += (lag - self._echo_lag) / 8
 
     def _settled(self, now: float) -> bool:
         """Every byte sent reached the program and its echo had time to arrive."""
@@ -318,6 +346,8 @@ class Predictor:
         screen is as when last judged) after a key, an ack or at a deadline."""
         if output:
             self._rows.clear()
+            if self._expired:
+                self._late_echoes(self.clock() if now is None else now)
         if not self._guesses:
             if self._unknown and self._mode != "never":
                 self._resync(self.clock() if now is None else now)
@@ -328,10 +358,18 @@ class Predictor:
             return
         rows: dict[int, list[str]] = {}
         grace = self._grace()
+        for guess in self._guesses:  # the newest key echoed as guessed: every key before it was echoed too
+            if guess.offset > self._echoed:
+                for cell in guess.cells:
+                    if cell.credit and not cell.done:
+                        if cell.row not in rows:
+                            rows[cell.row] = self._row(cell.row)
+                        if rows[cell.row][cell.col] == cell.char:
+                            self._echoed = guess.offset
         for guess in list(self._guesses):
             if guess not in self._guesses:  # removed by a reset while judging
                 continue
-            expired = guess.acked_at is not None and now >= guess.acked_at + grace
+            expired = (guess.acked_at is not None and now >= guess.acked_at + grace) or guess.offset < self._echoed
             for cell in guess.cells:
                 if cell.done:
                     continue
@@ -344,6 +382,8 @@ class Predictor:
                     if cell.credit:
                         self._confirm(guess, now)
                 elif current != cell.char and (current not in cell.originals or expired):
+                    if current in cell.originals and guess.acked_at is not None:
+                        self._expired = [*self._expired[-(EXPIRED_KEPT - 1):], guess]
                     self._wrong(guess, now, f"{cell.char!r} at column {cell.col}: the cell shows {current!r}"
                                             f"{' (expired)' if current in cell.originals else ''}")
                     break
@@ -356,8 +396,23 @@ class Predictor:
         if not self._guesses and self._unknown:
             self._resync(now)
 
+    def _late_echoes(self, now: float) -> None:
+        """Expired guesses the output now shows after all: their echo's lag is measured (and they are let go,
+        as are those older than `EXPIRED_SECONDS`)."""
+        kept = []
+        for guess in self._expired:
+            assert guess.acked_at is not None  # only acked guesses expire
+            if now - guess.acked_at > EXPIRED_SECONDS:
+                continue
+            if any(cell.credit and self._real(cell.col, cell.row) == cell.char for cell in guess.cells):
+                self._echo_lag_sample(now - guess.acked_at)
+                continue
+            kept.append(guess)
+        self._expired = kept
+
     def _confirm(self, guess: Guess, now: float) -> None:
         self.stats.confirmed += 1
+        self._echo_lag_sample(now - guess.acked_at if guess.acked_at is not None else 0.0)  # 0: before its ack
         if guess.epoch > self._confirmed:
             self._confirmed = guess.epoch
             self._mark_all()
