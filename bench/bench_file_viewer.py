@@ -1,8 +1,10 @@
-"""How fast the file viewer shows the first screen of a 500 MB file, against the raw first 64 KiB.
+"""How fast the file viewer shows the first screen of a 500 MB file, against the raw first 64 KiB; and,
+with --link, what the first screen costs on a slow link against the viewer as it was.
 
 Run on purpose, not in the test suite:
 
     .venv/bin/python bench/bench_file_viewer.py [--size-mb 500] [--runs 7] [--binary]
+    .venv/bin/python bench/bench_file_viewer.py --link [--size-mb 200] [--delay-ms 50] [--mbit 10]
 
 It starts its own `bbrowse serve` (a separate process, state in a temporary directory, no Chromium:
 files need none), writes a file of --size-mb of log-like text lines (or random bytes with --binary)
@@ -14,6 +16,13 @@ and creates a session. Then, interleaved, --runs times each after one warm-up:
    and the stream closed, and how many bytes it received.
 
 Prints the medians and the ratio; the target is a first screen ≤ 300 ms.
+
+--link puts a `BadLink` (tests/netem.py: --delay-ms each way, --mbit cap) between the app and the
+service and runs, interleaved: the viewer as it was (its first read the whole 256 KiB step, on the
+shared pool: `FIRST_READ = LOAD_STEP`, no receive buffer) and the viewer as it is (64 KiB on a
+connection with a 32 KiB receive buffer). For each: the bytes the link carried down for one open (the
+read's connection closed), and the time to the first screen drawn. Target (issue 24): at most 256 KiB,
+within 2 round trips + 100 ms at 10 Mbit/s.
 """
 
 from __future__ import annotations
@@ -32,10 +41,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import psutil
+from conftest import ServiceHandle, session_area
 from conftest import start_service as start_test_service
+from netem import BadLink
 from textual.app import App, ComposeResult
 
 from bbrowse.client import BrowserClient
+from bbrowse.tui.widgets import file_viewer
 from bbrowse.tui.widgets.file_viewer import FileLines, FileViewer
 
 BASELINE_BYTES = 64 * 1024
@@ -43,10 +55,9 @@ TARGET_MS = 300.0
 LINE = b"2024-05-01T12:00:00.123Z INFO  worker-3 request served path=/api/v1/items?page=7 status=200 ms=12\n"
 
 
-def start_service(state: Path) -> tuple[subprocess.Popen, str, str]:
+def start_service(state: Path) -> ServiceHandle:
     """A real `bbrowse serve` on loopback, started the way the tests start it (tests/conftest.py)."""
-    handle = start_test_service(state, extra_env={"BBROWSE_CHROMIUM": "/nonexistent/no-browser-needed"})
-    return handle.process, handle.url, handle.token
+    return start_test_service(state, extra_env={"BBROWSE_CHROMIUM": "/nonexistent/no-browser-needed"})
 
 
 def stop_service(proc: subprocess.Popen) -> None:
@@ -90,6 +101,12 @@ class ViewerApp(App):
     def compose(self) -> ComposeResult:
         yield FileViewer(self.sid)
 
+    def connected_client(self) -> BrowserClient:
+        return self.client
+
+    def report_error(self, error: BaseException, title: str = "Request failed") -> None:
+        raise SystemExit(f"{title}: {error}")
+
 
 async def viewer_run(pilot, viewer: FileViewer, path: str, size: int) -> tuple[float, float, float, int]:
     """Seconds to the first block in, to the first drawn row, until the step was in and the stream closed;
@@ -97,7 +114,7 @@ async def viewer_run(pilot, viewer: FileViewer, path: str, size: int) -> tuple[f
     viewer.open_remote(path, size)
     lines = viewer.query_one(FileLines)
     deadline = time.monotonic() + 30
-    while lines.first_paint_at is None:
+    while lines.first_paint_at is None or not viewer.opened_at or lines.first_paint_at < viewer.opened_at:
         if time.monotonic() > deadline:
             raise SystemExit("the viewer drew nothing within 30 s")
         await asyncio.sleep(0.001)
@@ -113,25 +130,94 @@ def summary(values: list[float]) -> str:
     return f"median {statistics.median(ms):7.1f} ms   min {ms[0]:7.1f}   max {ms[-1]:7.1f}"
 
 
+class Variant:
+    """The viewer as it was (`old`: the whole first step on the shared pool) or as it is."""
+
+    def __init__(self, old: bool) -> None:
+        self.old = old
+        self.saved = (file_viewer.FIRST_READ, file_viewer.FIRST_READ_WINDOW)
+
+    def __enter__(self) -> None:
+        if self.old:
+            file_viewer.FIRST_READ, file_viewer.FIRST_READ_WINDOW = file_viewer.LOAD_STEP, None  # type: ignore
+
+    def __exit__(self, *exc_info: object) -> None:
+        file_viewer.FIRST_READ, file_viewer.FIRST_READ_WINDOW = self.saved
+
+
+async def link_run(viewer: FileViewer, link: BadLink, path: str, size: int,
+                   old: bool) -> tuple[int, float, float]:
+    """Bytes down the link for one open (until the read's connection closed), seconds to the first block in
+    (the kind decided) and to the first screen drawn."""
+    before = link.bytes_down
+    with Variant(old):
+        block, first, _settled, _got = await viewer_run(None, viewer, path, size)
+    deadline = time.monotonic() + 30
+    while link.open_connections and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return link.bytes_down - before, block, first
+
+
+async def link_main(args: argparse.Namespace, url: str, token: str, sid: str, path: str, size: int) -> None:
+    delay = args.delay_ms / 1000
+    rtt_ms = 2 * args.delay_ms
+    with BadLink(("127.0.0.1", int(url.rsplit(":", 1)[1])), delay=delay, rate=args.mbit * 1e6 / 8) as link:
+        app = ViewerApp(BrowserClient(link.url, token), sid)
+        results: dict[bool, tuple[list[int], list[float], list[float]]] = {True: ([], [], []), False: ([], [], [])}
+        async with app.run_test(size=(120, 40)):
+            viewer = app.query_one(FileViewer)
+            await link_run(viewer, link, path, size, old=False)  # warm-up
+            for _ in range(args.runs):
+                for old in (True, False):
+                    got, block, first = await link_run(viewer, link, path, size, old)
+                    results[old][0].append(got)
+                    results[old][1].append(first)
+                    results[old][2].append(block)
+    print(f"load: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores; {args.runs} runs each, interleaved, "
+          f"after a warm-up; link {args.delay_ms} ms each way ({rtt_ms} ms round trip), {args.mbit} Mbit/s")
+    for old, label in ((True, "viewer as it was (256 KiB, pool)"), (False, "viewer as it is (64 KiB, own conn)")):
+        got, first, block = results[old]
+        print(f"{label}: bytes down median {statistics.median(got):9,.0f}   max {max(got):9,}")
+        print(f"    first block in   {summary(block)}")
+        print(f"    first screen     {summary(first)}")
+    ratio_bytes = statistics.median(results[False][0]) / statistics.median(results[True][0])
+    ratio_time = statistics.median(results[False][1]) / statistics.median(results[True][1])
+    print(f"ratio as it is / as it was: bytes {ratio_bytes:.2f}, first screen {ratio_time:.2f}")
+    budget = 2 * rtt_ms + 100
+    first_ms = statistics.median(results[False][1]) * 1000
+    print(f"target <= 256 KiB: {'OK' if max(results[False][0]) <= 256 * 1024 else 'OVER'}; "
+          f"first screen <= {budget} ms (2 round trips + 100 ms): {'OK' if first_ms <= budget else 'OVER'} "
+          f"(median {first_ms:.0f} ms)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size-mb", type=int, default=500)
+    parser.add_argument("--size-mb", type=int, default=None, help="500 (200 with --link)")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--binary", action="store_true", help="random bytes (hex dump) instead of text lines")
+    parser.add_argument("--link", action="store_true", help="through a slow link, against the viewer as it was")
+    parser.add_argument("--delay-ms", type=int, default=50, help="--link: one-way delay")
+    parser.add_argument("--mbit", type=float, default=10.0, help="--link: bandwidth cap")
     args = parser.parse_args()
+    if args.size_mb is None:
+        args.size_mb = 200 if args.link else 500
 
     with tempfile.TemporaryDirectory(prefix="bbrowse-bench-viewer-") as tmp:
         tmp_path = Path(tmp)
-        big = tmp_path / ("big.bin" if args.binary else "big.log")
         size = args.size_mb * 1024 * 1024
-        started = time.perf_counter()
-        write_file(big, size, args.binary)
-        print(f"file: {big.name}, {size / 2**20:.0f} MiB of {'random bytes' if args.binary else 'text lines'} "
-              f"(written in {time.perf_counter() - started:.1f} s)")
-        proc, url, token = start_service(tmp_path / "state")
+        handle = start_service(tmp_path / "state")
+        proc, url, token = handle.process, handle.url, handle.token
         try:
             client = BrowserClient(url, token)
             sid = (await client.sessions.create()).session_id
+            big = session_area(handle, sid, "bench") / ("big.bin" if args.binary else "big.log")
+            started = time.perf_counter()
+            write_file(big, size, args.binary)
+            print(f"file: {big.name}, {size / 2**20:.0f} MiB of {'random bytes' if args.binary else 'text lines'} "
+                  f"(written in {time.perf_counter() - started:.1f} s)")
+            if args.link:
+                await link_main(args, url, token, sid, str(big), size)
+                return
             app = ViewerApp(client, sid)
             rss_before = psutil.Process().memory_info().rss
             base_times: list[float] = []
