@@ -12,7 +12,7 @@ and creates a session. Then, interleaved, --runs times each after one warm-up:
 
 1. baseline: `client.fs.read_file` until the first 64 KiB arrived, then close the stream;
 2. viewer: `FileViewer.open_remote` in a headless Textual app (the same client) until its first row
-   of content was drawn (the widget stamps it in `render_line`), plus when the 256 KiB step was in
+   of content was drawn (the widget stamps it in `render_line`), plus when the first read (64 KiB) was in
    and the stream closed, and how many bytes it received.
 
 Prints the medians and the ratio; the target is a first screen ≤ 300 ms.
@@ -245,7 +245,7 @@ async def main() -> None:
     print(f"read_file, first 64 KiB (client only):   {summary(base_times)}")
     print(f"viewer, first block in (kind decided):   {summary(block_times)}")
     print(f"viewer, first screen drawn:              {summary(first_times)}")
-    print(f"viewer, 256 KiB step in, stream closed:  {summary(settled_times)}")
+    print(f"viewer, first read in, stream closed:    {summary(settled_times)}")
     ratio = statistics.median(first_times) / statistics.median(base_times)
     print(f"ratio first screen / first 64 KiB:       {ratio:.2f}")
     print(f"bytes the viewer received per open:      max {max(received):,} of {size:,} "
