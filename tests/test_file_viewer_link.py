@@ -7,15 +7,19 @@ module. How fast the first screen arrives is measured in bench/bench_file_viewer
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import pytest
 from app_support import wait_for
 from conftest import ServiceHandle, session_area
+from PIL import Image as PILImage
 from textual.app import App, ComposeResult
 
 from bbrowse.client import BrowserClient
+from bbrowse.config import ENV_IMAGE_RENDERING
 from bbrowse.tui.widgets.file_viewer import FIRST_READ, FileViewer
+from bbrowse.tui.widgets.image_view import ImageView
 
 pytest_plugins = ["net_support"]
 
@@ -60,8 +64,10 @@ def big_text_file(service: ServiceHandle, sid: str, name: str, size: int) -> str
 
 
 async def test_the_first_screen_of_a_200_mb_file_costs_at_most_256_kib_at_10_mbit(
-    compat_service: ServiceHandle, compat_sid: str, bad_link,
+    compat_service: ServiceHandle, compat_sid: str, bad_link, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Then an image (which the first read finds, and reads whole on a normal connection) is drawn."""
+    monkeypatch.setenv(ENV_IMAGE_RENDERING, "halfcell")
     size = 200 * MIB
     path = big_text_file(compat_service, compat_sid, "viewer-link", size)
     link = bad_link(compat_service, delay=0.05, rate=10e6 / 8)  # 100 ms round trip, 10 Mbit/s
@@ -76,6 +82,13 @@ async def test_the_first_screen_of_a_200_mb_file_costs_at_most_256_kib_at_10_mbi
         # the read's connection is closed and nothing more comes down the link
         await wait_for(pilot, lambda: link.open_connections == 0, what="the read's connection closed")
         assert link.bytes_down <= 256 * 1024, f"{link.bytes_down:,} bytes down for the first screen"
+
+        picture = session_area(compat_service, compat_sid, "viewer-link-image") / "noise.png"
+        PILImage.frombytes("RGB", (256, 256), random.Random(7).randbytes(256 * 256 * 3)).save(picture, format="PNG")
+        viewer.open_remote(str(picture), picture.stat().st_size)
+        view = viewer.query_one(ImageView)
+        await wait_for(pilot, lambda: view.image is not None, what="the image drawn")
+        assert view.image.size == (256, 256) and viewer.loaded_bytes == picture.stat().st_size
         assert app.errors == []
 
 
