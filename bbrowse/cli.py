@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -97,14 +98,43 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
     set_command_line(Overrides(profile=profile, theme=theme))
     if ctx.invoked_subcommand is None:
         pause_collection()  # until the app runs (`bbrowse.startup`)
+        from bbrowse.launcher import find_or_start_soon
+
+        # The embedded service starts first when nothing names another, before the settings load.
+        embedded = find_or_start_soon() if names_no_service(profile) else None
         from bbrowse.config import load_app_settings
         from bbrowse.target import resolve_soon
 
         settings, problems = load_app_settings()
-        pending = resolve_soon(settings.active_profile)  # the service starts while the app's modules load
+        pending = resolve_soon(settings.active_profile, embedded)  # the service starts while the app's modules load
         from bbrowse.tui.app import run_app
 
         run_app(settings, problems, pending)
+
+
+#: What names a service other than the embedded one, besides `--profile` and the file (`bbrowse.config` reads
+#: them; `test_startup` holds the two to the same answer).
+SERVICE_NAMING_ENV = ("BBROWSE_PROFILE", "KERNEL_BASE_URL", "KERNEL_API_KEY")
+
+
+def names_no_service(profile: str | None) -> bool:
+    """Whether the settings will pick the embedded service, known without loading them (they import pydantic and
+    the client: 0.2 CPU-s): no `--profile`, none of `SERVICE_NAMING_ENV`, and a config file that is absent or
+    names no profile and does not redefine `embedded`. False when unsure: the settings then decide."""
+    import tomllib
+
+    from bbrowse.paths import config_file
+
+    if profile or any(os.environ.get(name) for name in SERVICE_NAMING_ENV):
+        return False
+    try:
+        data = tomllib.loads(config_file().read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    profiles = data.get("profiles", {})
+    return "profile" not in data and isinstance(profiles, dict) and "embedded" not in profiles
 
 
 def _check_theme(name: str) -> None:

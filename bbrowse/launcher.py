@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -182,6 +183,14 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
 
 def find_or_start(*, detached: bool = False) -> EmbeddedService:
     return find_running() or start_embedded(detached=detached)
+
+
+def find_or_start_soon() -> Future[EmbeddedService]:
+    """`find_or_start()` in a thread of its own, for the app: the service starts while the app loads."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-embedded")
+    pending = pool.submit(find_or_start)
+    pool.shutdown(wait=False)
+    return pending
 
 
 def stop_running(timeout: float = 10.0) -> int | None:

@@ -44,19 +44,29 @@ class Target:
             self.embedded.stop()
 
 
-def target_for(profile: Profile, *, detached: bool = False) -> Target:
-    """Connect as `profile` says: its URL and token, or the embedded service (started if needed)."""
+def target_for(profile: Profile, *, detached: bool = False,
+               embedded: Future[launcher.EmbeddedService] | None = None) -> Target:
+    """Connect as `profile` says: its URL and token, or the embedded service (`embedded`: the one already being
+    found or started, see `launcher.find_or_start_soon`; else found or started now)."""
     if profile.kind != "embedded":
+        if embedded is not None:  # started for a profile that turned out to be another: not ours to keep
+            embedded.add_done_callback(_stop_unused)
         return Target(config=profile.client_config(), kind=profile.kind, profile=profile.name)
-    service = launcher.find_or_start(detached=detached)
+    service = embedded.result() if embedded is not None else launcher.find_or_start(detached=detached)
     return Target(config=ClientConfig(base_url=service.url, token=service.token), kind="embedded", embedded=service,
                   profile=profile.name)
 
 
-def resolve_soon(profile: Profile) -> Future[Target]:
-    """`target_for(profile)` in a thread of its own: an embedded service starts while the app loads."""
+def _stop_unused(started: Future[launcher.EmbeddedService]) -> None:
+    if started.exception() is None:
+        started.result().stop(wait=False)  # only if this process started it
+
+
+def resolve_soon(profile: Profile, embedded: Future[launcher.EmbeddedService] | None = None) -> Future[Target]:
+    """`target_for(profile, embedded=embedded)` in a thread of its own: an embedded service starts while the app
+    loads."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bbrowse-target")
-    pending = pool.submit(target_for, profile)
+    pending = pool.submit(target_for, profile, embedded=embedded)
     pool.shutdown(wait=False)
     return pending
 

@@ -1,5 +1,5 @@
-"""Start-up: `bbrowse` asks for the embedded service before it loads the app, the commands or the client's
-streaming machinery, so the service starts while they load (bench/bench_startup.py has the timings)."""
+"""Start-up: `bbrowse` asks for the embedded service before it loads the settings, the app, the commands or the
+client, so the service starts while they load (bench/bench_startup.py has the timings)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,70 @@ import json
 import subprocess
 import sys
 
-#: What `bbrowse` (no command) has done when `target.resolve_soon` is called: parse the command line and
-#: read the settings. The modules loaded by then are what delays the service's start.
+import pytest
+
+from bbrowse import cli
+from bbrowse.client import ENV_BASE_URL, ENV_TOKEN
+from bbrowse.config import ENV_PROFILE, Overrides, load_settings
+
+#: What `bbrowse` (no command) has done when `launcher.find_or_start_soon` is called: parse the command line and
+#: see that nothing names another service. The modules loaded by then are what delays the service's start.
 BEFORE_THE_SERVICE = """
 import json, sys
-import bbrowse.cli, bbrowse.config, bbrowse.target
-bbrowse.config.load_app_settings()
+import bbrowse.cli, bbrowse.launcher
+assert bbrowse.cli.names_no_service(None)
 print(json.dumps(sorted(sys.modules)))
 """
 #: Modules the service's start must not wait for.
-HEAVY = ("textual", "rich", "httpx", "websockets", "bbrowse.tui", "bbrowse.commands.", "bbrowse.client.attach",
-         "bbrowse.client.client", "bbrowse.service")
+HEAVY = ("textual", "rich", "httpx", "websockets", "pydantic", "bbrowse.config", "bbrowse.client", "bbrowse.tui",
+         "bbrowse.commands.", "bbrowse.service")
 
 
-def test_the_service_is_asked_for_before_the_app_and_the_commands_load(tmp_path):
+def test_the_service_is_asked_for_before_the_settings_the_app_and_the_commands_load(tmp_path):
     loaded = json.loads(subprocess.run(
         [sys.executable, "-c", BEFORE_THE_SERVICE], capture_output=True, text=True, check=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_CONFIG_DIR": str(tmp_path)},
     ).stdout)
     assert [m for m in loaded if m.startswith(HEAVY)] == []
+
+
+FILES = {
+    "no file": None,
+    "a theme only": 'theme = "nord"\n',
+    "profile embedded": 'profile = "embedded"\n',
+    "profile cloud": 'profile = "cloud"\n',
+    "a remote profile chosen": 'profile = "work"\n[profiles.work]\nkind = "remote"\nbase_url = "http://10.0.0.5:7780"\n',
+    "a remote profile not chosen": '[profiles.work]\nkind = "remote"\nbase_url = "http://10.0.0.5:7780"\n',
+    "embedded redefined": '[profiles.embedded]\nkind = "remote"\nbase_url = "http://10.0.0.5:7780"\n',
+    "not TOML": "profile = \n",
+}
+ENVIRONMENTS = {
+    "nothing": {},
+    "KERNEL_API_KEY": {ENV_TOKEN: "key"},
+    "KERNEL_BASE_URL": {ENV_BASE_URL: "http://10.0.0.5:7780"},
+    "BBROWSE_PROFILE=cloud": {ENV_PROFILE: "cloud"},
+}
+
+
+@pytest.mark.parametrize("flag", [None, "cloud"])
+def test_the_early_start_agrees_with_the_settings(tmp_path, monkeypatch, flag):
+    """The embedded service is started early only when the settings then pick it: never a service for nothing."""
+    assert set(cli.SERVICE_NAMING_ENV) == {ENV_PROFILE, ENV_BASE_URL, ENV_TOKEN}
+    early = []
+    for file_name, text in FILES.items():
+        for env_name, env in ENVIRONMENTS.items():
+            folder = tmp_path / f"{file_name}-{env_name}".replace(" ", "-")
+            folder.mkdir()
+            if text is not None:
+                (folder / "config.toml").write_text(text)
+            monkeypatch.setenv("BBROWSE_CONFIG_DIR", str(folder))
+            for name in cli.SERVICE_NAMING_ENV:
+                monkeypatch.delenv(name, raising=False)
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            if cli.names_no_service(flag):
+                early.append((file_name, env_name))
+                kind = load_settings(overrides=Overrides(profile=flag)).active_profile.kind
+                assert kind == "embedded", (file_name, env_name)
+    expected = [] if flag else [(f, "nothing") for f in ("no file", "a theme only", "a remote profile not chosen")]
+    assert early == expected
