@@ -217,3 +217,30 @@ def test_badges_say_what_needs_a_person() -> None:
     assert [text for text, _ in TileState(restarted=True).badges(browser, now)] == ["⚠ restarted"]
     assert [text for text, _ in TileState(gone=True, touched_at=now - 59).badges(browser, now)] == ["ended"]
     assert TileState(changed_at=now - 125).idle(now) == "125s" and TileState().idle(now) == "–"
+
+
+async def test_sizes_reported_while_a_shell_starts_start_one_shell_at_the_last_size(browserless_service,
+                                                                                   browserless_http) -> None:
+    """Broadcast panes and shell tabs start their shell through `ShellSession.fit`: a terminal that reports a
+    second size before the spawn has answered (a resize as the screen opens) gets one shell, resized."""
+    from bbrowse.client import BrowserClient
+    from bbrowse.tui.shell_session import ShellSession
+
+    session = (await make_sessions(browserless_http, f"fit-{uuid.uuid4().hex[:6]}", 1))[0]
+    client = BrowserClient(browserless_service.url, browserless_service.token)
+    output = bytearray()
+    exited = asyncio.Event()
+    shell = ShellSession(client, session["session_id"], on_output=output.extend, on_exit=lambda code: exited.set(),
+                         command=SHELL)
+    try:
+        started = await asyncio.gather(shell.fit(80, 24), shell.fit(100, 30))
+        assert started == [True, False]
+        assert await shell.busy() is None  # one process carries the shell's marker: no second shell
+        await shell.write(b"stty size\n")
+        deadline = asyncio.get_running_loop().time() + 10
+        while b"30 100" not in output and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        assert b"30 100" in output, bytes(output)
+    finally:
+        await shell.close()
+        await browserless_http.delete(f"/browsers/{session['session_id']}")

@@ -75,6 +75,8 @@ class ShellSession:
         self._on_path = on_path
         self._size: tuple[int, int] | None = None
         self._task: asyncio.Task | None = None
+        #: Held while `fit` starts the shell: a size reported meanwhile waits, then resizes (never a second spawn).
+        self._starting = asyncio.Lock()
 
     @property
     def title(self) -> str:
@@ -108,6 +110,17 @@ class ShellSession:
         )
         self.process_id = result.process_id
         self._follow(rows, cols)
+
+    async def fit(self, cols: int, rows: int) -> bool:
+        """Follow the terminal's size as it reports it (its `on_pty_resize`): the first size starts the shell at
+        exactly that size (True: this call started it; ClientError when it could not), later sizes resize it.
+        A size reported while the shell starts is applied once it has started, not by a second spawn."""
+        async with self._starting:
+            if self.process_id is None:
+                await self.start(cols, rows)
+                return True
+        await self.resize(cols, rows)
+        return False
 
     async def reattach(self, process_id: str, marker: str, cols: int, rows: int) -> None:
         """Follow a shell started earlier (by this app, from a session screen since closed) at the pane's size.

@@ -99,25 +99,24 @@ class ShellTab(TabPane):
     def _pty_resized(self, cols: int, rows: int) -> None:
         if self.shell is None:
             return
-        if self.shell.process_id is None:
-            if self.reattach is not None:
-                record, self.reattach = self.reattach, None
-                self._reattach(record, cols, rows)
-            else:
-                self._start(cols, rows)
+        if self.shell.process_id is None and self.reattach is not None:
+            record, self.reattach = self.reattach, None
+            self._reattach(record, cols, rows)
         else:
-            self._resize(cols, rows)
+            self._fit(cols, rows)
 
-    @work(exclusive=True, group="shell-start")
-    async def _start(self, cols: int, rows: int) -> None:
+    @work(group="shell-size")
+    async def _fit(self, cols: int, rows: int) -> None:
+        """The first size starts the shell (`ShellSession.fit`), later ones resize it."""
         shell = self.shell
         assert shell is not None  # made in on_mount, before the terminal reports its size
-        self.terminal.reset()
         try:
-            await shell.start(cols, rows)
+            started = await shell.fit(cols, rows)
         except ClientError as error:
             services(self).report_error(error, "Could not start the shell")
             self.terminal.show_exit(None)
+            return
+        if not started:
             return
         if shell.path is None and shell.process_id is not None:
             self._show_state(f"process {shell.process_id[:8]}")
@@ -133,11 +132,6 @@ class ShellTab(TabPane):
         self.terminal.reset()
         self._show_state(f"process {record.process_id[:8]} · reattached")
         await shell.reattach(record.process_id, record.marker, cols, rows)
-
-    @work(group="shell-resize")
-    async def _resize(self, cols: int, rows: int) -> None:
-        assert self.shell is not None  # resized only once started
-        await self.shell.resize(cols, rows)
 
     def _exited(self, code: int | None) -> None:
         self._forget()
@@ -184,7 +178,8 @@ class ShellTab(TabPane):
         assert self.shell is not None  # a restart follows an exit: the shell was made
         cols, rows = self.terminal.terminal_size
         self.shell.process_id = None
-        self._start(cols, rows)
+        self.terminal.reset()
+        self._fit(cols, rows)
 
     @on(TerminalView.InputFailed)
     def _input_failed(self, event: TerminalView.InputFailed) -> None:

@@ -87,28 +87,21 @@ class BroadcastTerminal(TerminalView):
             await self.shell.write(data)
 
     def _pty_resized(self, cols: int, rows: int) -> None:
-        if self.shell is None:
-            return
-        if self.shell.process_id is None:
-            self._start(cols, rows)
-        else:
-            self._resize(cols, rows)
+        if self.shell is not None:
+            self._fit(cols, rows)
 
-    @work(exclusive=True, group="broadcast-start")
-    async def _start(self, cols: int, rows: int) -> None:
+    @work(group="broadcast-size")
+    async def _fit(self, cols: int, rows: int) -> None:
+        """The first size starts the shell (`ShellSession.fit`), later ones resize it."""
         assert self.shell is not None
         try:
-            await self.shell.start(cols, rows)
+            started = await self.shell.fit(cols, rows)
         except ClientError as error:
             self.border_title = f"{self.label} · could not start: {error}"
             self.show_exit(None)
             return
-        self.border_title = f"{self.label} · running"
-
-    @work(group="broadcast-resize")
-    async def _resize(self, cols: int, rows: int) -> None:
-        assert self.shell is not None
-        await self.shell.resize(cols, rows)
+        if started:
+            self.border_title = f"{self.label} · running"
 
     def _exited(self, code: int | None) -> None:
         self.show_exit(code)
