@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from bbrowse.client import BrowserClient
+from bbrowse.client import BrowserClient, ClientError
 from bbrowse.tui.app_services import services
 from bbrowse.tui.key_hints import hint_text
 
@@ -18,6 +21,19 @@ class SessionPane(Vertical):
     Workers report, handlers draw: a worker calls the client and posts a typed message; an `@on` handler
     of the pane draws it. A pane's messages are handled only while it is mounted (its loop ends before its
     children go), so a reply that outlives the pane is never drawn, and no code asks "still mounted?".
+    The shape, with `answer` for a call that may fail:
+
+        @dataclass
+        class InfoFetched(Message):           # Textual's messages may be dataclasses
+            path: str
+            info: FileInfo | ClientError
+
+        @work(exclusive=True, group="info")
+        async def _fetch_info(self, path: str) -> None:
+            self.post_message(InfoFetched(path, await answer(self.client.fs.file_info(self.session_id, path))))
+
+        @on(InfoFetched)
+        def _info_fetched(self, message: InfoFetched) -> None: ...   # draws the info, or the error
     """
 
     def __init__(self, session_id: str) -> None:
@@ -33,6 +49,18 @@ class SessionPane(Vertical):
         """Give the keyboard to the pane's main widget: the session screen calls it when the tab is shown
         and nothing in it had the focus before."""
         raise NotImplementedError(f"{type(self).__name__} says which of its widgets takes the keyboard")
+
+
+T = TypeVar("T")
+
+
+async def answer(call: Awaitable[T]) -> T | ClientError:
+    """What a client call returned, or the `ClientError` it raised: one value for a worker to post, so the
+    handler draws the result and the failure alike (see `SessionPane`)."""
+    try:
+        return await call
+    except ClientError as error:
+        return error
 
 
 #: Between the items of a hint line.

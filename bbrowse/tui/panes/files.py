@@ -21,6 +21,7 @@ import base64
 import os
 import posixpath
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
@@ -39,7 +40,7 @@ from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.dialogs.save import SaveScreen
 from bbrowse.tui.file_paths import dir_label, instance_path, is_inside, mode_bits, parent_of
-from bbrowse.tui.panes.base import HintLine, SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane, answer
 from bbrowse.tui.widgets.file_tree import RemoteEntry, RemoteFileTree
 from bbrowse.tui.widgets.file_viewer import FileViewer
 from bbrowse.tui.widgets.question_line import PathInput, PromptInput, QuestionLine
@@ -76,33 +77,29 @@ def describe_info(info: FileInfo) -> Text:
 
 # What the workers report (the handlers of the mounted pane draw it) ---------------------------------
 
+@dataclass
 class WorkingDirectoryFound(Message):
-    def __init__(self, directory: str | None) -> None:
-        super().__init__()
-        self.directory = directory
+    directory: str | None
 
 
+@dataclass
 class PathResolved(Message):
     """`g`'s path: its `file_info`, or why not."""
 
-    def __init__(self, info: FileInfo | ClientError) -> None:
-        super().__init__()
-        self.info = info
+    info: FileInfo | ClientError
 
 
+@dataclass
 class InfoFetched(Message):
-    def __init__(self, path: str, info: FileInfo | ClientError) -> None:
-        super().__init__()
-        self.path = path
-        self.info = info
+    path: str
+    info: FileInfo | ClientError
 
 
+@dataclass
 class AnswerRefused(Message):
     """The service (or the local disk) refused what the question line asked for: said under the question."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+    text: str
 
 
 class InstanceChanged(Message):
@@ -117,12 +114,11 @@ class InstanceChanged(Message):
         self.info_of = info_of
 
 
+@dataclass
 class WatchSaw(Message):
     """The watch saw a change in `directory`."""
 
-    def __init__(self, directory: str) -> None:
-        super().__init__()
-        self.directory = directory
+    directory: str
 
 
 class FilesPane(SessionPane):
@@ -271,12 +267,7 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-nav")
     async def _go(self, path: str) -> None:
-        info: FileInfo | ClientError
-        try:
-            info = await self.client.fs.file_info(self.session_id, path)
-        except ClientError as error:
-            info = error
-        self.post_message(PathResolved(info))
+        self.post_message(PathResolved(await answer(self.client.fs.file_info(self.session_id, path))))
 
     @on(PathResolved)
     def _resolved(self, message: PathResolved) -> None:
@@ -307,12 +298,7 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-info")
     async def _fetch_info(self, path: str) -> None:
-        info: FileInfo | ClientError
-        try:
-            info = await self.client.fs.file_info(self.session_id, path)
-        except ClientError as error:
-            info = error
-        self.post_message(InfoFetched(path, info))
+        self.post_message(InfoFetched(path, await answer(self.client.fs.file_info(self.session_id, path))))
 
     @on(InfoFetched)
     def _info_fetched(self, message: InfoFetched) -> None:
@@ -531,10 +517,8 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-prompt")
     async def _mkdir(self, path: str) -> None:
-        try:
-            await self.client.fs.create_directory(self.session_id, path)
-        except ClientError as error:
-            self.post_message(AnswerRefused(str(error)))
+        if isinstance(refused := await answer(self.client.fs.create_directory(self.session_id, path)), ClientError):
+            self.post_message(AnswerRefused(str(refused)))
             return
         self.notify(path, title="Directory made")
         self.post_message(InstanceChanged(parent_of(path), highlight=path, close_question=True))
@@ -604,10 +588,9 @@ class FilesPane(SessionPane):
 
     @work(exclusive=True, group="files-prompt")
     async def _chmod(self, path: str, mode: str) -> None:
-        try:
-            await self.client.fs.set_file_permissions(self.session_id, path, mode)
-        except ClientError as error:
-            self.post_message(AnswerRefused(str(error)))
+        if isinstance(refused := await answer(self.client.fs.set_file_permissions(self.session_id, path, mode)),
+                      ClientError):
+            self.post_message(AnswerRefused(str(refused)))
             return
         self.notify(f"{path} is now {mode}", title="Mode changed")
         self.post_message(InstanceChanged(parent_of(path), close_question=True, info_of=path))
