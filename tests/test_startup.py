@@ -74,3 +74,31 @@ def test_the_early_start_agrees_with_the_settings(tmp_path, monkeypatch, flag):
                 assert kind == "embedded", (file_name, env_name)
     expected = [] if flag else [(f, "nothing") for f in ("no file", "a theme only", "a remote profile not chosen")]
     assert early == expected
+
+
+#: The app up to its first screen, on a service it cannot reach (what it loads does not depend on the answer).
+APP_STARTED = """
+import asyncio, json, sys
+from bbrowse.tui.app import BbrowseApp, StartingScreen
+
+def unreachable():
+    raise OSError("no service here")
+
+async def main():
+    app = BbrowseApp(resolve=unreachable)
+    async with app.run_test() as pilot:
+        while app.connection_state != "failed":
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, StartingScreen)
+    print(json.dumps(sorted(sys.modules)))
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_screen_loads_no_session_screen_nor_pane(tmp_path):
+    loaded = json.loads(subprocess.run(
+        [sys.executable, "-c", APP_STARTED], capture_output=True, text=True, check=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_CONFIG_DIR": str(tmp_path)},
+    ).stdout)
+    assert [m for m in loaded if m == "bbrowse.tui.screens.session" or m.startswith("bbrowse.tui.panes")] == []

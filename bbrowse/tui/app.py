@@ -19,6 +19,7 @@ import asyncio
 import atexit
 import itertools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -427,7 +428,10 @@ class BbrowseApp(App):
 
     def _shown_session_screen(self):  # -> SessionScreen | None (imported late, as everywhere here)
         """The session screen a person sees: the top screen, or under dialogs only."""
-        from bbrowse.tui.screens.session import SessionScreen
+        module = sys.modules.get("bbrowse.tui.screens.session")
+        if module is None:  # none opened yet: asked at start-up, which need not load every pane for the answer
+            return None
+        SessionScreen = module.SessionScreen  # noqa: N806
 
         for screen in reversed(self.screen_stack):
             if isinstance(screen, SessionScreen):
@@ -765,8 +769,6 @@ def run_app(settings: Settings | None = None, problems: Sequence[str] = (),
 
 def driver_class() -> type[QuickExitDriver] | None:
     """The quick-exit driver on Linux terminals; Textual's own choice elsewhere."""
-    import sys
-
     return QuickExitDriver if sys.platform.startswith("linux") else None
 
 
@@ -776,7 +778,6 @@ def leave_at_once(app: BbrowseApp) -> None:
     shell prompt came back. What must happen still does: the embedded service is asked to stop, logs and
     output are flushed."""
     import logging
-    import sys
 
     app._stop_started_services()
     logging.shutdown()
