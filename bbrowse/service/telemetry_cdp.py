@@ -37,15 +37,18 @@ def remote_text(arg: Any) -> str:
         return str(arg)
     if "value" in arg:
         value = arg["value"]
-        return value if isinstance(value, str) else ("null" if value is None else _json_text(value))
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return "null" if value is None else _json_text(value)
     for key in ("unserializableValue", "description"):
         if key in arg:
             return str(arg[key])
     return str(arg.get("type", ""))
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+_json_text = json.JSONEncoder(separators=(",", ":")).encode  # one encoder: `json.dumps` with options makes one a call
 
 
 class CdpMonitor:

@@ -1,11 +1,15 @@
 """Events of a session (its telemetry): a live list, filters, a detail view, and the replay's frame at an event.
 
-Workers report, handlers draw: the stream worker only appends envelopes to an inbox and posts
-`EventsArrived` (at most one in flight, so a page producing 10,000 events a second costs one message per
-drawn frame, not one per event); the replay worker posts `FrameReady`. The `@on` handlers of the mounted
-pane draw. A worker that outlives its pane posts to a pane that is gone, which draws nothing.
+Workers report, handlers draw: the stream worker only appends events to an inbox and posts `EventsArrived`
+(at most one in flight); the replay worker posts `FrameReady`. The `@on` handlers of the mounted pane draw.
+A worker that outlives its pane posts to a pane that is gone, which draws nothing.
 
-The list is a line-API widget over a plain list, so its cost per frame does not grow with the events held.
+A page producing 10,000 events a second must not slow the rest of the app (a shell in another tab): events
+arrive as `RawEvent`s (seq and JSON, `client.telemetry.follow_raw`) and each is validated only when it is
+looked at: a row drawn on screen, a filter or the detail view. Every event is kept; the list is redrawn at
+most `DRAW_SECONDS` apart, and not at all while the tab is hidden. The list is a line-API widget over a
+plain list, so its cost per frame does not grow with the events held.
+
 The frame view downloads the replay that covers the event once (client side, so it works on Kernel's cloud
 as on `bbrowse serve`, which have no frame route) and has ffmpeg seek it (`-ss` before `-i`: a keyframe
 seek, then decoding to the exact time).
@@ -18,6 +22,7 @@ import json
 import re
 import shutil
 import tempfile
+import time
 from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,10 +37,11 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError
-from bbrowse.client.telemetry import is_error, summary
+from bbrowse.client.telemetry import RawEvent, is_error, summary
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.wire import Replay
 from bbrowse.wire.telemetry import (
@@ -48,10 +54,14 @@ from bbrowse.wire.telemetry import (
 #: Category filter, cycled by `f` (None: every category).
 CATEGORY_CYCLE: tuple[str | None, ...] = (None, "console", "network", "page", "control", "connection", "system",
                                            "platform")
-#: Events the pane holds; past this the oldest go (the service keeps its own bound).
+#: Events the pane holds; past this the oldest go, an eighth at a time (the service keeps its own bound).
 MAX_EVENTS = 500_000
 #: Frame step of the frame view, in seconds.
 FRAME_STEP = 0.1
+#: The list and its status line are redrawn at most this often while events pour in.
+DRAW_SECONDS = 1 / 30
+#: A request is looked for this many events back from its response (detail view).
+REQUEST_LOOKBACK = 200_000
 
 
 def event_time(envelope: TelemetryEnvelope) -> str:
@@ -79,6 +89,16 @@ class FrameReady(Message):
         self.note = note
 
 
+def row_text(item: RawEvent) -> tuple[str, bool]:
+    """An event's line in the list and whether it is an error; validated here, not kept."""
+    try:
+        envelope = item.parse()
+    except ClientError as exc:
+        return f"#{item.seq}: not an event the app can read ({exc})", True
+    event = envelope.event
+    return f"{event_time(envelope)}  {event.category:<10} {event.type:<24} {summary(envelope)}", is_error(envelope)
+
+
 class EventList(ScrollView, can_focus=True):
     """The shown events, one line each; the cursor row is highlighted, errors in red."""
 
@@ -97,19 +117,22 @@ class EventList(ScrollView, can_focus=True):
 
     def __init__(self) -> None:
         super().__init__(id="events-list")
-        self.rows: list[TelemetryEnvelope] = []
+        self.rows: list[RawEvent] = []
         self.cursor = -1
+        #: Drawn rows' text by seq (bounded): a row stays on screen for many frames, validated once.
+        self._lines: dict[int, tuple[str, bool]] = {}
 
-    def set_rows(self, rows: list[TelemetryEnvelope], *, follow: bool) -> None:
+    def set_rows(self, rows: list[RawEvent], *, follow: bool) -> None:
         self.rows = rows
         if follow or self.cursor >= len(rows):
             self.cursor = len(rows) - 1
-        self.virtual_size = Size(0, len(rows))  # no horizontal scrolling: its bar would hide the last row
+        if self.virtual_size.height != len(rows):
+            self.virtual_size = Size(0, len(rows))  # no horizontal scrolling: its bar would hide the last row
         if follow:
             self.scroll_end(animate=False, immediate=True)
         self.refresh()
 
-    def selected(self) -> TelemetryEnvelope | None:
+    def selected(self) -> RawEvent | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def action_move(self, delta: int) -> None:
@@ -132,10 +155,14 @@ class EventList(ScrollView, can_focus=True):
         width = self.size.width
         if index >= len(self.rows):
             return Strip.blank(width)
-        envelope = self.rows[index]
-        event = envelope.event
-        line = f"{event_time(envelope)}  {event.category:<10} {event.type:<24} {summary(envelope)}"
-        style = Style(color="red", bold=True) if is_error(envelope) else Style()
+        item = self.rows[index]
+        drawn = self._lines.get(item.seq)
+        if drawn is None:
+            if len(self._lines) > 4096:
+                self._lines.clear()
+            drawn = self._lines[item.seq] = row_text(item)
+        line, error = drawn
+        style = Style(color="red", bold=True) if error else Style()
         if index == self.cursor:
             style += Style(reverse=True)
         return Strip([Segment(line[:width].ljust(width), style)], width)
@@ -169,17 +196,19 @@ class EventsPane(SessionPane):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
-        self.events: list[TelemetryEnvelope] = []
-        self.shown: list[TelemetryEnvelope] = []
+        #: Every event received (up to MAX_EVENTS); `shown` is the same list while no filter is set.
+        self.events: list[RawEvent] = []
+        self.shown: list[RawEvent] = self.events
         self.category: str | None = None
         self.errors_only = False
         self.pattern: re.Pattern[str] | None = None
         self.following = True
         self.unseen = 0
         self.ended: str | None = None
-        self._inbox: deque[TelemetryEnvelope] = deque()
+        self._inbox: deque[list[RawEvent]] = deque()
         self._in_flight = False
-        self._requests: dict[str, TelemetryEnvelope] = {}
+        self._drawn_at = 0.0
+        self._draw_timer: Timer | None = None
         self._frame_at: float | None = None
         self._replay_file: tuple[str, Path, Replay] | None = None
 
@@ -203,10 +232,10 @@ class EventsPane(SessionPane):
     async def _follow_stream(self) -> None:
         error: str | None = None
         try:
-            stream = self.client.telemetry.follow(self.session_id, replay_all=True)
+            stream = self.client.telemetry.follow_raw(self.session_id, replay_all=True)
             async with stream:
-                async for envelope in stream:
-                    self._inbox.append(envelope)
+                async for batch in stream:
+                    self._inbox.append(batch)
                     if not self._in_flight:
                         self._in_flight = True
                         self.post_message(EventsArrived())
@@ -231,25 +260,44 @@ class EventsPane(SessionPane):
     @on(EventsArrived)
     def _arrived(self) -> None:
         self._in_flight = False
-        new = list(self._inbox)
-        self._inbox.clear()
-        for envelope in new:
-            if envelope.event.type == "network_request":
-                request_id = (envelope.event.data or {}).get("request_id")
-                if request_id:
-                    self._requests[str(request_id)] = envelope
-        self.events.extend(new)
-        if len(self.events) > MAX_EVENTS:
-            del self.events[: len(self.events) - MAX_EVENTS]
-            self._refilter()
-            return
-        matching = [e for e in new if self._matches(e)]
-        if matching:
-            self.shown.extend(matching)
+        filtering = self.shown is not self.events
+        while self._inbox:
+            batch = self._inbox.popleft()
+            self.events.extend(batch)
+            matching = [e for e in batch if self._matches(e)] if filtering else batch
+            if filtering:
+                self.shown.extend(matching)
             if not self.following:
                 self.unseen += len(matching)
-            self.query_one(EventList).set_rows(self.shown, follow=self.following)
+        if len(self.events) > MAX_EVENTS + MAX_EVENTS // 8:  # an eighth at once: trimming costs O(1) an event
+            dropped = len(self.events) - MAX_EVENTS
+            del self.events[:dropped]
+            if filtering:
+                self._refilter()
+                return
+            events = self.query_one(EventList)
+            events.cursor = max(events.cursor - dropped, 0)
+        self._draw_soon()
+
+    def _draw_soon(self) -> None:
+        """Redraw the list and the status line now, or at most `DRAW_SECONDS` after the last time; not while hidden
+        (`on_show` draws)."""
+        if self._draw_timer is not None or not self.is_on_screen:
+            return
+        wait = self._drawn_at + DRAW_SECONDS - time.monotonic()
+        if wait <= 0:
+            self._draw_rows()
+        else:
+            self._draw_timer = self.set_timer(wait, self._draw_rows)
+
+    def _draw_rows(self) -> None:
+        self._draw_timer = None
+        self._drawn_at = time.monotonic()
+        self.query_one(EventList).set_rows(self.shown, follow=self.following)
         self._draw_status()
+
+    def on_show(self) -> None:
+        self._draw_rows()
 
     @on(StreamEnded)
     def _ended(self, message: StreamEnded) -> None:
@@ -298,7 +346,14 @@ class EventsPane(SessionPane):
 
     # drawing -----------------------------------------------------------------------------
 
-    def _matches(self, envelope: TelemetryEnvelope) -> bool:
+    def _filtering(self) -> bool:
+        return self.category is not None or self.errors_only or self.pattern is not None
+
+    def _matches(self, item: RawEvent) -> bool:
+        try:
+            envelope = item.parse()
+        except ClientError:
+            return not self._filtering()
         if self.category is not None and envelope.event.category != self.category:
             return False
         if self.errors_only and not is_error(envelope):
@@ -308,10 +363,9 @@ class EventsPane(SessionPane):
         return True
 
     def _refilter(self) -> None:
-        self.shown = [e for e in self.events if self._matches(e)]
+        self.shown = [e for e in self.events if self._matches(e)] if self._filtering() else self.events
         self.unseen = 0
-        self.query_one(EventList).set_rows(self.shown, follow=self.following)
-        self._draw_status()
+        self._draw_rows()
 
     def _draw_status(self) -> None:
         parts = [f"{len(self.shown)} of {len(self.events)} events"]
@@ -329,12 +383,34 @@ class EventsPane(SessionPane):
         self.query_one("#events-status", Static).update(" · ".join(parts), layout=False)  # one line, always
 
     def _draw_detail(self) -> None:
-        envelope = self.query_one(EventList).selected()
+        item = self.query_one(EventList).selected()
         detail = self.query_one("#events-detail", Static)
-        if envelope is None:
+        if item is None:
             detail.update("No event selected")
             return
-        detail.update(self.describe(envelope))
+        try:
+            detail.update(self.describe(item.envelope))
+        except ClientError as exc:
+            detail.update(f"#{item.seq}: {exc}\n\n{item.raw.decode(errors='replace')}")
+
+    def _request_of(self, seq: int, request_id: str) -> TelemetryEnvelope | None:
+        """The network_request with `request_id` at or before event `seq` (found by its bytes, then validated)."""
+        needle = json.dumps(request_id).encode()
+        events = self.events
+        index = min(max(seq - events[0].seq, 0), len(events) - 1) if events else -1
+        while index >= 0 and events[index].seq > seq:
+            index -= 1
+        for at in range(index, max(index - REQUEST_LOOKBACK, -1), -1):
+            item = events[at]
+            if b'"network_request"' in item.raw and needle in item.raw:
+                try:
+                    envelope = item.parse()
+                except ClientError:
+                    continue
+                if envelope.event.type == "network_request" and \
+                        str((envelope.event.data or {}).get("request_id")) == request_id:
+                    return envelope
+        return None
 
     def describe(self, envelope: TelemetryEnvelope) -> Text:
         """What a person wants of one event: a request's headers and timing, an exception's stack."""
@@ -352,7 +428,7 @@ class EventsPane(SessionPane):
                             f"{int(frame.get('lineNumber', 0)) + 1}:{int(frame.get('columnNumber', 0)) + 1})\n")
         request_id = str(data.get("request_id") or "")
         if event.category == "network" and request_id:
-            request = self._requests.get(request_id)
+            request = self._request_of(envelope.seq, request_id)
             if request is not None:
                 took = (event.ts - request.event.ts) / 1000
                 if event.type != "network_request":
@@ -398,20 +474,25 @@ class EventsPane(SessionPane):
             self._draw_status()
 
     def action_copy(self) -> None:
-        envelope = self.query_one(EventList).selected()
-        if envelope is None:
+        item = self.query_one(EventList).selected()
+        if item is None:
             self.notify("No event selected", severity="warning")
             return
-        self.app.copy_to_clipboard(envelope.model_dump_json(exclude_none=True))
-        self.notify(f"Event #{envelope.seq} copied as JSON")
+        self.app.copy_to_clipboard(item.raw.decode(errors="replace"))  # as the service sent it
+        self.notify(f"Event #{item.seq} copied as JSON")
 
     def action_frame(self) -> None:
-        envelope = self.query_one(EventList).selected()
-        if envelope is None:
+        item = self.query_one(EventList).selected()
+        if item is None:
             self.notify("No event selected", severity="warning")
             return
+        try:
+            at = item.envelope.event.ts / 1_000_000
+        except ClientError as exc:
+            self.notify(f"Event #{item.seq}: {exc}", severity="warning")
+            return
         self.following = False
-        self._frame_at = envelope.event.ts / 1_000_000
+        self._frame_at = at
         self._extract_frame(self._frame_at)
 
     def action_step(self, direction: int) -> None:
