@@ -181,7 +181,7 @@ async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(bro
         await wait_for(pilot, lambda: all(screen_text(t).rstrip().endswith(PROMPT) for t in terminals),
                        timeout=20, what="three prompts")
         state = lambda: str(screen.query_one("#broadcast-state").render())  # noqa: E731
-        assert state().startswith("BROADCAST ON · every key goes to 3 of 3 shells")
+        assert state() == "BROADCAST ON · every key goes to 3 of 3 shells · ctrl+] then b: off"  # in the first pane
 
         await type_text(pilot, "echo hi-$((6*7))", then="enter")
         await wait_for(pilot, lambda: all("\nhi-42" in screen_text(t) for t in terminals), what="the echo in each")
@@ -200,6 +200,10 @@ async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(bro
         await type_text(pilot, "exit 3", then="enter")
         await wait_for(pilot, lambda: terminals[1].exited and terminals[2].exited, what="both exits")
         assert [str(t.border_title).rsplit(" · ", 1)[1] for t in terminals] == ["exit 4", "exit 3", "exit 3"]
+        await wait_for(pilot, lambda: state().startswith("every shell has ended (3) · esc closes"))
+        await pilot.pause()
+        banner = terminals[1].render_line(terminals[1].size.height - 1).text.strip()
+        assert banner == "process exited with code 3"  # no "press r to restart": nothing restarts here
     for session in mine:
         await browserless_http.delete(f"/browsers/{session['session_id']}")
 

@@ -31,6 +31,8 @@ from bbrowse.wire import Browser
 class BroadcastTerminal(TerminalView):
     """A terminal of the broadcast screen: while broadcast is on, its keys and pastes go to every pane."""
 
+    RESTART_HINT = ""  # its shell is not restarted here: the exit banner offers nothing
+
     def __init__(self, browser: Browser) -> None:
         super().__init__(send_input=self._write, on_pty_resize=self._pty_resized)
         self.browser = browser
@@ -160,13 +162,18 @@ class BroadcastScreen(BbrowseScreen):
         yield BbrowseFooter()
 
     def on_mount(self) -> None:
-        self.show_state()
         if self.terminals:
             self.terminals[0].focus()
+        self.call_after_refresh(self.show_state)  # once the focus is in the first pane (no "enter: into" then)
 
     def show_state(self) -> None:
         running = sum(1 for t in self.terminals if not t.exited)
         line = self.query_one("#broadcast-state", Static)
+        if self.terminals and not running:
+            line.update(f"every shell has ended ({len(self.terminals)}) · esc closes")
+            line.set_class(False, "-on")
+            line.set_class(True, "-off")
+            return
         if self.broadcasting:
             text = f"BROADCAST ON · every key goes to {running} of {len(self.terminals)} shells · ctrl+] then b: off"
         else:

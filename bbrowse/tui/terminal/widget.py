@@ -460,11 +460,14 @@ class TerminalView(Widget, can_focus=True):
         self._base_style = None
         super().notify_style_update()
 
+    #: Said after the exit in the banner (a view that cannot restart its program says nothing).
+    RESTART_HINT = " — press r to restart"
+
     def _exit_banner(self, width: int) -> Strip:
         if self.exit_code is None:
-            text = " process ended — press r to restart "
+            text = f" process ended{self.RESTART_HINT} "
         else:
-            text = f" process exited with code {self.exit_code} — press r to restart "
+            text = f" process exited with code {self.exit_code}{self.RESTART_HINT} "
         style = Style(bold=True, reverse=True)
         return Strip([Segment(text[:width], style)]).extend_cell_length(width, style)
 
