@@ -9,7 +9,7 @@ from terminal_cores import CORE_PARAMS, use_core
 
 from bbrowse.tui.terminal.cells import UNDERLINE
 from bbrowse.tui.terminal.core import TerminalCore
-from bbrowse.tui.terminal.prediction import ECHO_GRACE, Predictor, overlay_runs
+from bbrowse.tui.terminal.prediction import ECHO_GRACE, EXPIRY_SECONDS, Predictor, overlay_runs
 
 
 @pytest.fixture(autouse=True, params=CORE_PARAMS)
@@ -126,7 +126,7 @@ def test_a_wrong_guess_is_taken_back_as_soon_as_the_output_contradicts_it() -> N
     assert pane.drawn() == "$ eX", "after a misprediction the next epoch waits for an echo again"
 
 
-def test_a_guess_never_echoed_expires_after_its_stdin_call_came_back() -> None:
+def test_a_guess_never_echoed_is_taken_back_by_the_first_output_past_its_grace_or_a_second_after() -> None:
     pane = Pane()
     pane.type(b"a")
     pane.output(b"a")  # echoed before its call came back: echoes here are not late
@@ -135,14 +135,27 @@ def test_a_guess_never_echoed_expires_after_its_stdin_call_came_back() -> None:
     assert pane.drawn() == "$ ab"
     pane.clock.tick(0.1)
     pane.ack()  # the program got "b" and did not echo it
-    pane.predictor.cull()
+    pane.predictor.cull(output=False)
     assert pane.drawn() == "$ ab", "its echo may still be on the other connection"
-    deadline = pane.predictor.next_deadline()
-    assert deadline == pytest.approx(pane.clock.now + max(ECHO_GRACE, 0.1 / 2))  # half the round trip
-    pane.clock.now = deadline
-    pane.predictor.cull()
+    pane.clock.tick(max(ECHO_GRACE, 0.1 / 2))
+    pane.predictor.cull(output=False)
+    assert pane.drawn() == "$ ab", "past the grace, a late echo would be the next output"
+    pane.output(b"\x07")  # the next output (a bell) does not show it
     assert pane.drawn() == "$ a"
     assert pane.predictor.stats.wrong_shown == 1
+
+    quiet = Pane()
+    quiet.type(b"a")
+    quiet.output(b"a")
+    quiet.ack()
+    quiet.type(b"b")
+    assert quiet.drawn() == "$ ab"
+    quiet.ack()  # and no output ever comes
+    deadline = quiet.predictor.next_deadline()
+    assert deadline == pytest.approx(quiet.clock.now + EXPIRY_SECONDS)
+    quiet.clock.now = deadline
+    quiet.predictor.cull(output=False)
+    assert quiet.drawn() == "$ a"
 
 
 def test_a_guess_is_wrong_as_soon_as_a_key_typed_after_it_is_echoed() -> None:
@@ -179,13 +192,14 @@ def test_echoes_measured_late_lengthen_the_grace_so_a_correct_guess_does_not_fli
         pane.output(bytes([char]))
     assert pane.drawn() == "$ abcdefg"
     assert pane.predictor.stats.wrong == 0
-    pane.type(b"h")  # not echoed: still taken back, once the grace passed
+    pane.type(b"h")  # not echoed: still taken back, by the first output past the grace
     assert pane.drawn() == "$ abcdefgh"
     pane.ack()
-    deadline = pane.predictor.next_deadline()
-    assert deadline is not None and 0.2 <= deadline - pane.clock.now <= 0.5
-    pane.clock.now = deadline
-    pane.predictor.cull()
+    pane.clock.tick(0.15)
+    pane.output(b"\x07")
+    assert pane.drawn() == "$ abcdefgh", "within the grace learned (at least 0.2 s)"
+    pane.clock.tick(0.5)
+    pane.output(b"\x07")
     assert pane.drawn() == "$ abcdefg" and pane.predictor.stats.wrong_shown == 1
 
 

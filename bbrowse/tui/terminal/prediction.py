@@ -11,10 +11,11 @@ keys are never drawn. Full-screen programs get the same rule (and switching scre
 A guess is judged on every piece of output: the cell shows it (confirmed: the epoch is shown), the cell
 shows something else (wrong: taken back at once, everything if it was shown), or the cell is unchanged
 while the echo of a key typed after it was seen (the program echoes in order: wrong too, at once), or
-unchanged after the key's `stdin` call came back and an echo's grace passed (expired, wrong too). The
-grace is how late echoes come after their call came back on this link, measured as TCP measures a round
-trip (mean + 4 deviations; at least 30 ms and half the round trip): the echo travels on another
-connection, and a correct guess taken back for a late echo is a flicker. Guesses are drawn
+unchanged in the first output after the key's `stdin` call came back and an echo's grace passed (expired,
+wrong too; with no output at all, `EXPIRY_SECONDS` after the call came back). The grace is how late
+echoes come after their call came back on this link, measured as TCP measures a round trip (mean + 4
+deviations; at least 30 ms and half the round trip): the echo travels on another connection, a correct
+guess taken back for a late echo is a flicker, and a late echo is the next output that comes. Guesses are drawn
 while the smoothed round trip of `stdin` calls is above 30 ms (hysteresis down to 20, or after a 250 ms
 glitch), underlined above 80 ms (down to 50): mosh's thresholds. `mode`: auto, always (drawn whatever
 the round trip) or never (no guess made).
@@ -53,6 +54,8 @@ GLITCH_REPAIR_MININTERVAL = 0.150
 #: connection); more when echoes were measured coming later.
 ECHO_GRACE = 0.030
 
+#: A guess past its grace is judged by the next output; with no output at all, this long after its ack.
+EXPIRY_SECONDS = 1.0
 #: Guesses expired are watched this long for a late echo, the last this many.
 EXPIRED_SECONDS = 2.0
 EXPIRED_KEPT = 8
@@ -126,6 +129,8 @@ class Predictor:
         #: Guesses expired lately (cells unchanged after the grace): one echoed after all was a late echo,
         #: measured too (else only echoes within the grace would be, and the grace would never grow).
         self._expired: list[Guess] = []
+        #: When output was last fed.
+        self._output_at = 0.0
         #: The cursor is not known after an unguessed key: the printable keys typed since, matched
         #: against the echo left of the cursor to find it again.
         self._blind: list[str] = []
@@ -346,8 +351,9 @@ class Predictor:
         screen is as when last judged) after a key, an ack or at a deadline."""
         if output:
             self._rows.clear()
+            self._output_at = self.clock() if now is None else now
             if self._expired:
-                self._late_echoes(self.clock() if now is None else now)
+                self._late_echoes(self._output_at)
         if not self._guesses:
             if self._unknown and self._mode != "never":
                 self._resync(self.clock() if now is None else now)
@@ -369,7 +375,12 @@ class Predictor:
         for guess in list(self._guesses):
             if guess not in self._guesses:  # removed by a reset while judging
                 continue
-            expired = (guess.acked_at is not None and now >= guess.acked_at + grace) or guess.offset < self._echoed
+            expired = guess.offset < self._echoed
+            if guess.acked_at is not None and now >= guess.acked_at + grace:
+                # past the grace: judged by the next output (a late echo comes as the next output), or at the
+                # latest `EXPIRY_SECONDS` after its ack when none comes
+                expired = expired or self._output_at >= guess.acked_at + grace \
+                    or now >= guess.acked_at + max(grace, EXPIRY_SECONDS)
             for cell in guess.cells:
                 if cell.done:
                     continue
@@ -464,7 +475,7 @@ class Predictor:
         grace = self._grace()
         for guess in self._guesses:
             if guess.acked_at is not None:
-                times.append(guess.acked_at + grace)
+                times.append(guess.acked_at + max(grace, EXPIRY_SECONDS))
             elif self._glitch < GLITCH_REPAIR_COUNT:
                 times.append(guess.made + GLITCH_THRESHOLD)
         if self._unknown and self._acked >= self._sent:
