@@ -7,10 +7,10 @@ arrives, and then closes it: on a slow link the first screen costs that much and
 scrolling to the end) loads a further `LOAD_STEP`, up to `MAX_LOADED`; past that, `s` in the files pane
 saves the whole file. A further step reads the file from the start again and drops what is shown.
 
-The read is a worker that posts the bytes (`Block`, `StepEnded`, `ReadFailed`); the viewer's handlers
-draw them. An open is itself a message the viewer posts to itself, so it is handled after any reply of
-the previous read already queued: a late reply cannot land in the next file, and one that arrives after
-the viewer is gone is never handled.
+The read, the highlighting and the image decoding are workers that post what they got (`Block`,
+`Highlighted`, `ImageDecoded`, ...); the viewer's handlers draw it. An open cancels them (they post
+nothing more) and is itself a message the viewer posts to itself, handled after what they had already
+posted: a late reply cannot land in the next file, and one after the viewer is gone is never handled.
 
 Text and hex rows are drawn with Textual's line API (`FileLines.render_line`): only visible rows
 are formatted, so the cost of a frame does not depend on the size of what is loaded. Syntax
@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
+from PIL import Image as PILImage
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -40,7 +41,6 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style
 from textual.widgets import Static
-from textual.worker import get_current_worker
 
 from bbrowse.client import ClientError
 from bbrowse.humanize import human_bytes
@@ -406,6 +406,38 @@ class FileViewer(Vertical):
             self.error = error
             self.received = received
 
+    class ShowBytes(Message, bubble=False):
+        """`show_bytes` was called: handled in turn, as `OpenRemote` is."""
+
+        def __init__(self, path: str, data: bytes, size: int | None) -> None:
+            super().__init__()
+            self.path = path
+            self.data = data
+            self.size = size
+
+    class LanguageFound(Message, bubble=False):
+        def __init__(self, language: str) -> None:
+            super().__init__()
+            self.language = language
+
+    class Highlighted(Message, bubble=False):
+        """Text rows from `start` on, coloured."""
+
+        def __init__(self, start: int, lines: list[HighlightedLine]) -> None:
+            super().__init__()
+            self.start = start
+            self.lines = lines
+
+    class ImageDecoded(Message, bubble=False):
+        def __init__(self, image: PILImage.Image) -> None:
+            super().__init__()
+            self.image = image
+
+    class ImageFailed(Message, bubble=False):
+        def __init__(self, why: str) -> None:
+            super().__init__()
+            self.why = why
+
     def __init__(self, session_id: str | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.session_id = session_id
@@ -421,8 +453,7 @@ class FileViewer(Vertical):
         #: `time.perf_counter()` at the last `open_remote`/`show_bytes`, and when its first block was in.
         self.opened_at: float | None = None
         self.first_block_at: float | None = None
-        self._generation = 0
-        #: `open_remote` calls whose `OpenRemote` is not handled yet.
+        #: `open_remote` / `show_bytes` calls not handled yet.
         self._opens_pending = 0
         self._target = FIRST_READ
         self._image_failed = False
@@ -450,10 +481,13 @@ class FileViewer(Vertical):
 
     # opening ------------------------------------------------------------------
 
-    def _start(self, path: str, size: int | None, at: float | None = None) -> int:
-        self._generation += 1
-        self.workers.cancel_group(self, "file-viewer-load")
-        self.workers.cancel_group(self, "file-viewer-highlight")
+    def _stop_work(self) -> None:
+        """Cancel every worker of the file shown: none posts anything more, what they posted is handled first."""
+        for group in ("file-viewer-load", "file-viewer-highlight", "file-viewer-image"):
+            self.workers.cancel_group(self, group)
+
+    def _start(self, path: str, size: int | None, at: float | None = None) -> None:
+        self._stop_work()
         self.path = path
         self.kind = None
         self.language = None
@@ -473,13 +507,12 @@ class FileViewer(Vertical):
         self.set_class(False, "-lines", "-image")
         self._message("Loading…")
         self._update_title()
-        return self._generation
 
     def open_remote(self, path: str, size: int | None = None) -> None:
         """Stream the start of `path` from the session (`size` from file_info, when known)."""
         if self.session_id is None:
             raise ValueError("a file viewer without a session shows only what `show_bytes` gives it")
-        self.workers.cancel_group(self, "file-viewer-load")  # it posts nothing more; what it posted is drawn first
+        self._stop_work()
         self._opens_pending += 1
         self.post_message(self.OpenRemote(path, size, time.perf_counter()))
 
@@ -494,7 +527,15 @@ class FileViewer(Vertical):
 
     def show_bytes(self, path: str, data: bytes, size: int | None = None) -> None:
         """Show `data` as the start of `path` without a service: for snapshots and previews."""
-        self._start(path, size if size is not None else len(data))
+        self._stop_work()
+        self._opens_pending += 1
+        self.post_message(self.ShowBytes(path, data, size))
+
+    @on(ShowBytes)
+    def _show_bytes(self, message: ShowBytes) -> None:
+        self._opens_pending -= 1
+        data, size = message.data, message.size
+        self._start(message.path, size if size is not None else len(data))
         self._take(data)
         self._finish_step(eof=self.loaded_bytes == len(data) and (size is None or len(data) >= size))
 
@@ -612,7 +653,6 @@ class FileViewer(Vertical):
         self.post_message(self.Opened(self))
 
     def _finish_step(self, *, eof: bool) -> None:
-        generation = self._generation
         self.is_loading = False
         self.complete = eof or (self.total_size is not None and self.loaded_bytes >= self.total_size > 0)
         if self.kind is None:
@@ -626,12 +666,12 @@ class FileViewer(Vertical):
                 self.complete = False
                 self._show_kind()
             else:
-                self._decode_image(generation, bytes(self.lines.data))
+                self._decode_image(bytes(self.lines.data))
         self._set_footer()
         self.lines.changed()
         self._update_title()
         if self.kind is FileKind.TEXT:
-            self._highlight(generation)
+            self._highlight()
 
     def _failed(self, error: ClientError) -> None:
         self.error = str(error)
@@ -695,19 +735,20 @@ class FileViewer(Vertical):
         event.stop()
         self.load_more()
 
-    # background work ----------------------------------------------------------
+    # background work: the workers post, these handlers draw ------------------------
 
-    @work(thread=True, exclusive=True, group="file-viewer-highlight")
-    def _highlight(self, generation: int) -> None:
-        worker = get_current_worker()
+    @work(exclusive=True, group="file-viewer-highlight")
+    async def _highlight(self) -> None:
+        """Colour the loaded lines not coloured yet (Pygments, in a thread): the opening lines first."""
         text = self.lines.text
         done = len(self.lines.highlighted)
         # An open last line may still grow: colour it only once the whole file is here.
         count = len(text) if self.complete else len(text.lines)
         language = self.language
         if language is None and PurePosixPath(self.path or "").suffix:
-            language = pygments_language(self.path or "")
-            self.app.call_from_thread(self._set_language, generation, language)
+            language = await asyncio.to_thread(pygments_language, self.path or "")
+            if language:
+                self.post_message(self.LanguageFound(language))
         if not language or language == "text" or done >= count:
             return
         lines = [text[i] for i in range(done, count)]
@@ -715,39 +756,44 @@ class FileViewer(Vertical):
         if done == 0 and len(lines) > FIRST_HIGHLIGHT_LINES:
             passes.insert(0, FIRST_HIGHLIGHT_LINES)
         for upto in passes:
-            if worker.is_cancelled:
-                return
-            result = highlight_lines(lines[:upto], language)
+            result = await asyncio.to_thread(highlight_lines, lines[:upto], language)
             if result is None:
                 return
-            self.app.call_from_thread(self._apply_highlight, generation, done, result)
+            self.post_message(self.Highlighted(done, result))
 
-    def _set_language(self, generation: int, language: str | None) -> None:
-        if generation == self._generation and language:
-            self.language = language
-            self._update_title()
+    @on(LanguageFound)
+    def _language_found(self, message: LanguageFound) -> None:
+        self.language = message.language
+        self._update_title()
 
-    def _apply_highlight(self, generation: int, start: int, result: list[HighlightedLine]) -> None:
-        if generation != self._generation or self.kind is not FileKind.TEXT:
+    @on(Highlighted)
+    def _highlighted(self, message: Highlighted) -> None:
+        if self.kind is not FileKind.TEXT:
             return
         lines = self.lines
-        lines.highlighted[start:start + len(result)] = result
+        lines.highlighted[message.start:message.start + len(message.lines)] = message.lines
         if lines.first_highlight_at is None:
             lines.first_highlight_at = time.perf_counter()
         lines.changed()
 
     @work(exclusive=True, group="file-viewer-image")
-    async def _decode_image(self, generation: int, data: bytes) -> None:
+    async def _decode_image(self, data: bytes) -> None:
         try:
             image = await asyncio.to_thread(decode_image, data)
         except Exception as error:  # Pillow raises many kinds for broken files
-            if generation == self._generation:
-                self._image_failed = True
-                self._image_why = "not a valid image"
-                self._show_kind()
-                self.notify(f"{PurePosixPath(self.path or '').name or 'The file'} is not a valid image "
-                            f"({image_error_text(error)}); showing its bytes.", severity="warning", markup=False)
+            self.post_message(self.ImageFailed(image_error_text(error)))
             return
-        if generation == self._generation:
-            self.query_one(ImageView).show(image)
-            self._update_title()
+        self.post_message(self.ImageDecoded(image))
+
+    @on(ImageDecoded)
+    def _image_decoded(self, message: ImageDecoded) -> None:
+        self.query_one(ImageView).show(message.image)
+        self._update_title()
+
+    @on(ImageFailed)
+    def _image_not_decoded(self, message: ImageFailed) -> None:
+        self._image_failed = True
+        self._image_why = "not a valid image"
+        self._show_kind()
+        self.notify(f"{PurePosixPath(self.path or '').name or 'The file'} is not a valid image "
+                    f"({message.why}); showing its bytes.", severity="warning", markup=False)
