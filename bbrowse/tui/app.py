@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import itertools
 import os
 import sys
@@ -213,6 +214,13 @@ class BbrowseApp(App):
 
     @work(thread=True, exclusive=True, group="target")
     def _start_target(self) -> None:
+        # What the first listing loads that the app has not (httpx's transport, made with the first client, and
+        # the asyncio backend of its connections): 0.08 CPU-s, spent while the service starts, not after it answers.
+        import httpcore  # noqa: F401
+
+        with contextlib.suppress(ImportError):  # anyio's own module: named here only to load it early
+            import anyio._backends._asyncio  # noqa: F401
+
         try:
             target = self._resolve()
         except Exception as error:
