@@ -17,6 +17,7 @@ pytestmark = needs_chromium
 
 PAGE = """<!doctype html><title>telemetry page</title><h1>telemetry page</h1><script>
 console.log('hello telemetry', 42);
+console.log('half a pair: \\ud83d');
 console.error('bad thing happened');
 fetch('http://127.0.0.1:9/unreachable', {headers: {Authorization: 'Bearer secret-token-xyz'}}).catch(() => {});
 setTimeout(() => { throw new Error('boom at step 37'); }, 0);
@@ -70,6 +71,7 @@ def test_sdk_reads_console_network_page_control_and_connection_events(recorded) 
     logs = [e.event.data for e in console if e.event.type == "console_log"]
     assert any(d.text == "hello telemetry" and d.args == ["hello telemetry", "42"] and d.level == "log"
                for d in logs)
+    assert any(d.text == "half a pair: \ud83d" for d in logs)  # a lone surrogate, as JavaScript strings may hold
     errors = [e.event.data for e in console if e.event.type == "console_error"]
     assert any(d.text == "bad thing happened" and d.level == "error" for d in errors)
     thrown = next(d for d in errors if "boom" in d.text)
