@@ -7,9 +7,8 @@ combining characters, DEC line drawing, the alternate screen (47/1047/1049) with
 cursor coming back on exit, the key modes (DECCKM, keypad, bracketed paste, modifyOtherKeys, the
 kitty keyboard flags), mouse and focus mode flags, answers to the queries programs send (DSR/CPR,
 DA, DECRQM, window size, the kitty keyboard flags), titles (OSC 0/2), a bounded scrollback for the
-main screen, and reflow of the main screen on resize. It is bbrowse's own emulator from before
-issue 12, checked against tmux; it was chosen over pyte and bittty by measurement (docs/terminal.md).
-Kitty graphics and DECRQSS are not implemented.
+main screen, and reflow of the main screen on resize, checked against tmux (why not pyte or bittty:
+docs/terminal.md). Kitty graphics and DECRQSS are not implemented.
 
 Why it is fast:
 - tokenising happens in C: output with no escape sequence is split on CR LF with `str.split`, the
