@@ -91,17 +91,20 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
     """
     if ctx.invoked_subcommand == "serve" and profile is None and theme is None:
         return  # the service reads no profile nor theme: it starts without loading the configuration's models
+    app = ctx.invoked_subcommand is None
+    embedded = None
+    if app:
+        pause_collection()  # until the app runs (`bbrowse.startup`)
+        if theme is None and names_no_service(profile):  # the embedded service starts first, before the settings load
+            from bbrowse.launcher import find_or_start_soon
+
+            embedded = find_or_start_soon()
     from bbrowse.config import Overrides, set_command_line
 
     if theme is not None:
         _check_theme(theme)
     set_command_line(Overrides(profile=profile, theme=theme))
-    if ctx.invoked_subcommand is None:
-        pause_collection()  # until the app runs (`bbrowse.startup`)
-        from bbrowse.launcher import find_or_start_soon
-
-        # The embedded service starts first when nothing names another, before the settings load.
-        embedded = find_or_start_soon() if names_no_service(profile) else None
+    if app:
         from bbrowse.config import load_app_settings
         from bbrowse.target import resolve_soon
 

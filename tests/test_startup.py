@@ -13,13 +13,20 @@ from bbrowse import cli
 from bbrowse.client import ENV_BASE_URL, ENV_TOKEN
 from bbrowse.config import ENV_PROFILE, Overrides, load_settings
 
-#: What `bbrowse` (no command) has done when `launcher.find_or_start_soon` is called: parse the command line and
-#: see that nothing names another service. The modules loaded by then are what delays the service's start.
+#: `bbrowse` (no command) up to the moment it asks for the embedded service (`launcher.find_or_start_soon`), which
+#: here prints the modules loaded by then and ends the process: what is loaded by then delays the service's start.
 BEFORE_THE_SERVICE = """
-import json, sys
-import bbrowse.cli, bbrowse.launcher
-assert bbrowse.cli.names_no_service(None)
-print(json.dumps(sorted(sys.modules)))
+import json, os, sys
+from bbrowse import launcher
+
+def asked():
+    print(json.dumps(sorted(sys.modules)), flush=True)
+    os._exit(0)
+
+launcher.find_or_start_soon = asked
+sys.argv = ["bbrowse"]
+from bbrowse.cli import main
+main()
 """
 #: Modules the service's start must not wait for.
 HEAVY = ("textual", "rich", "httpx", "websockets", "pydantic", "bbrowse.config", "bbrowse.client", "bbrowse.tui",
