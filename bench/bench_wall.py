@@ -51,6 +51,7 @@ setInterval(() => {
 from conftest import PageServer, start_service, stop_service  # noqa: E402
 
 from bbrowse.client import BrowserClient  # noqa: E402
+from bbrowse.tui.screens import wall as wall_module  # noqa: E402
 from bbrowse.tui.screens.sessions import SessionsScreen  # noqa: E402
 from bbrowse.tui.screens.wall import WallScreen  # noqa: E402
 from bbrowse.tui.widgets import tile as tile_module  # noqa: E402
@@ -60,9 +61,17 @@ SIZE = (160, 45)
 
 async def measure(service, needle: str, count: int, seconds: float, polling: bool = False) -> dict[str, float]:
     """The wall over the sessions matching `needle` (`count` of them): first full wall, fps per tile, CPU."""
-    original = tile_module.frame_source
-    if polling:
-        tile_module.frame_source = lambda client, browser, size: tile_module.PollingFrames(client, browser.session_id)
+    original = wall_module.frame_source, wall_module.warm_screencast
+    if polling:  # and no screencast started as the wall opens
+
+        def no_warm(client, browser) -> asyncio.Future:
+            nothing = asyncio.get_running_loop().create_future()
+            nothing.cancel()
+            return nothing
+
+        wall_module.frame_source = lambda client, browser, size, warm=None: tile_module.PollingFrames(
+            client, browser.session_id)
+        wall_module.warm_screencast = no_warm
     try:
         app = make_app(service)
         app.last_filter = needle
@@ -88,7 +97,7 @@ async def measure(service, needle: str, count: int, seconds: float, polling: boo
             source = "polling" if polling or any(getattr(t.source, "polling", False) for t in tiles) else "screencast"
             await pilot.press("escape")
     finally:
-        tile_module.frame_source = original
+        wall_module.frame_source, wall_module.warm_screencast = original
     return {"first_full": first_full, "slowest": min(rates), "median": statistics.median(rates), "cpu": cpu_share,
             "cpu_per_frame": cpu_share * elapsed / max(frames, 1), "source": source}
 

@@ -125,6 +125,7 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
         assert grid_shape(160, 42, 16) == (4, 4) and grid_shape(160, 42, 5) == (3, 2)
         assert grid_shape(160, 42, 40) == (4, 4) and grid_shape(80, 21, 40) == (2, 2)
         await wait_for(pilot, wall.first_frames_drawn, timeout=20, what="a frame in every tile")
+        assert wall._warm == {}  # each tile took the screencast started as the wall opened
         for tile in tiles(app)[:2]:
             assert tile.canvas.geometry is not None and tile.canvas.geometry.columns > 20  # a picture, drawn
         recording = next(t for t in tiles(app) if t.browser is not None and t.browser.name == mine[1]["name"])
@@ -154,6 +155,12 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
         assert not any(t.pulling for t in wall.query(SessionTile))  # covered: the wall pulls nothing
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is wall and sum(t.pulling for t in tiles(app)) == 2)
+
+        await pilot.press("escape")  # the wall opened again shows each session's last picture at once
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await app.run_action("show_wall")
+        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(shown_names(app)) == 2)
+        assert app.screen.pictures_shown()
     await http.post(f"/browsers/{mine[1]['session_id']}/replays/{replay.json()['replay_id']}/stop")
     for session in mine:
         await http.delete(f"/browsers/{session['session_id']}")

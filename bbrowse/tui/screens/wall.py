@@ -9,6 +9,7 @@ sessions table's: `d`, `S`, `R` and `b` act on it (`bbrowse.tui.screens.selectio
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -20,12 +21,21 @@ from textual.containers import Grid
 from textual.widgets import Static
 
 from bbrowse.client import ClientError
+from bbrowse.client.screencast import Screencast
 from bbrowse.tui import bulk
 from bbrowse.tui.app_services import services
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.widgets.footer import BbrowseFooter
-from bbrowse.tui.widgets.tile import FrameSource, SessionTile, SourceFor, TileState, frame_source
+from bbrowse.tui.widgets.tile import (
+    FrameSource,
+    SessionTile,
+    SourceFor,
+    TileState,
+    drop_warm,
+    frame_source,
+    warm_screencast,
+)
 from bbrowse.wire import Browser
 
 #: The smallest tile, in cells (border included): the grid has as many columns and rows as fit, 2 to 4.
@@ -87,6 +97,8 @@ class WallScreen(SelectionActions, BbrowseScreen):
         self._host = host
         self._source_for = source_for
         self._tiles: list[SessionTile] = []
+        #: Screencasts started as the wall opens, by session, until a tile takes its own (`warm_screencast`).
+        self._warm: dict[str, asyncio.Task[Screencast]] = {}
         self._covered = False
         #: When `w` was pressed, and when every tile of the first page had its first frame (benchmarks).
         self.opened_at = time.monotonic()
@@ -101,6 +113,10 @@ class WallScreen(SelectionActions, BbrowseScreen):
 
     async def on_mount(self) -> None:
         self.shape = self._fitting_shape()
+        if self._live and self._source_for is None:  # the first page's screencasts start while its tiles are built
+            client = services(self).connected_client()
+            first = self.browsers[self.page * self.per_page:(self.page + 1) * self.per_page]
+            self._warm = {b.session_id: warm_screencast(client, b) for b in first if not b.deleted_at}
         await self._build_grid()
         self._show_page()
         self.set_interval(1.0, self._tick)
@@ -110,7 +126,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
     def source_for(self, browser: Browser, size: Callable[[], tuple[int, int]]) -> FrameSource:
         if self._source_for is not None:
             return self._source_for(browser, size)
-        return frame_source(services(self).connected_client(), browser, size)
+        return frame_source(services(self).connected_client(), browser, size, self._warm.pop(browser.session_id, None))
 
     # layout ------------------------------------------------------------------
 
@@ -193,6 +209,11 @@ class WallScreen(SelectionActions, BbrowseScreen):
             shown = [t for t in self._tiles if t.browser is not None]
             if shown and all(t.state.frames for t in shown):
                 self.full_at = max(t.state.frame_times[0] for t in shown if t.state.frame_times)
+
+    def pictures_shown(self) -> bool:
+        """Every tile of the page shown has a picture: a frame, or the last one drawn of its session."""
+        shown = [t for t in self._tiles if t.browser is not None]
+        return bool(shown) and all(t.canvas.image is not None for t in shown)
 
     def first_frames_drawn(self) -> bool:
         """Every tile of the page shown has drawn a frame."""
@@ -303,7 +324,9 @@ class WallScreen(SelectionActions, BbrowseScreen):
             self._covered = False
             self._show_page()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         for tile in self._tiles:
             tile.stop()
+        warm, self._warm = self._warm, {}  # those no tile took (a session that ended meanwhile)
+        await asyncio.gather(*(drop_warm(task) for task in warm.values()))
 

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import io
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -78,23 +79,30 @@ class ScreencastFrames:
     activity for the service and for Kernel, pushed frames or not."""
 
     def __init__(self, client: BrowserClient, session_id: str, size: Callable[[], tuple[int, int]],
-                 cdp_ws_url: str | None = None) -> None:
-        """`cdp_ws_url`: the session's, as listed (saves asking for it; asked again when refused)."""
+                 cdp_ws_url: str | None = None, warm: asyncio.Task[Screencast] | None = None) -> None:
+        """`cdp_ws_url`: the session's, as listed (saves asking for it; asked again when refused). `warm`: a
+        screencast already starting (`warm_screencast`), taken instead of starting one."""
         self.client = client
         self.session_id = session_id
         self.size = size
         self.cdp_ws_url = cdp_ws_url
+        self.warm = warm
         self.holds_activity = False
         #: The screencast could not be had: frames come from screenshots.
         self.polling = False
 
     async def frames(self) -> AsyncIterator[PILImage.Image]:
         width, height = self.size()
+        warm, self.warm = self.warm, None
         cast = Screencast(self.client, self.session_id, max_width=width, max_height=height,
                           cdp_ws_url=self.cdp_ws_url)
         try:
             try:
-                await cast.start()
+                if warm is not None:
+                    cast = await warm  # raises what its start raised
+                    await cast.resize(width, height)  # a no-op at the size it was started at
+                else:
+                    await cast.start()
             except ScreencastUnavailable as refused:
                 if refused.status is None or self.cdp_ws_url is None:
                     raise
@@ -115,8 +123,51 @@ class ScreencastFrames:
             await cast.stop()
 
 
-def frame_source(client: BrowserClient, browser: Browser, size: Callable[[], tuple[int, int]]) -> FrameSource:
-    return ScreencastFrames(client, browser.session_id, size, browser.cdp_ws_url or None)
+def frame_source(client: BrowserClient, browser: Browser, size: Callable[[], tuple[int, int]],
+                 warm: asyncio.Task[Screencast] | None = None) -> FrameSource:
+    return ScreencastFrames(client, browser.session_id, size, browser.cdp_ws_url or None, warm)
+
+
+#: The last picture a tile drew of each session (the newest LAST_PICTURES sessions): a tile showing the session
+#: again (the wall reopened, a page turned back) draws it at once, until the first new frame replaces it.
+LAST_PICTURES = 64
+_last_pictures: OrderedDict[str, PILImage.Image] = OrderedDict()
+
+
+def last_picture(session_id: str) -> PILImage.Image | None:
+    return _last_pictures.get(session_id)
+
+
+def _remember(session_id: str, image: PILImage.Image) -> None:
+    _last_pictures[session_id] = image
+    _last_pictures.move_to_end(session_id)
+    while len(_last_pictures) > LAST_PICTURES:
+        _last_pictures.popitem(last=False)
+
+
+#: The size a tile asks its first frames at (`SessionTile.pixels` before the grid is laid out).
+FIRST_PIXELS = (160, 100)
+
+
+def warm_screencast(client: BrowserClient, browser: Browser) -> asyncio.Task[Screencast]:
+    """Start `browser`'s screencast now, at a tile's first size, for a tile that is not mounted yet: the wall
+    starts every shown session's while it builds its grid (connecting, attaching and starting take three
+    round trips each through the service; building 16 tiles takes as long again)."""
+
+    async def start() -> Screencast:
+        cast = Screencast(client, browser.session_id, max_width=FIRST_PIXELS[0], max_height=FIRST_PIXELS[1],
+                          cdp_ws_url=browser.cdp_ws_url or None)
+        await cast.start()
+        return cast
+
+    return asyncio.create_task(start(), name=f"warm-screencast-{browser.session_id}")
+
+
+async def drop_warm(task: asyncio.Task[Screencast]) -> None:
+    """Let go of a warm screencast no tile took (the page changed, the wall closed)."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await (await task).stop()
 
 
 @dataclass
@@ -222,7 +273,7 @@ class SessionTile(Widget):
         same = browser is not None and self.browser is not None and browser.session_id == self.browser.session_id
         if not same:
             self.stop()
-            self.canvas.show(None)
+            self.canvas.show(last_picture(browser.session_id) if browser is not None else None)
         self.browser = browser
         self.state = state if state is not None else TileState()
         self.selected = selected
@@ -255,7 +306,7 @@ class SessionTile(Widget):
     def pixels(self) -> tuple[int, int]:
         """The size to ask frames at: four pixels per half cell, for the box filter to average."""
         size = self.canvas.size
-        return max(160, size.width * 4), max(100, size.height * 8)
+        return max(FIRST_PIXELS[0], size.width * 4), max(FIRST_PIXELS[1], size.height * 8)
 
     def start(self, client: BrowserClient) -> None:
         """Pull frames (and the recording state) of the shown session until `stop`."""
@@ -307,6 +358,8 @@ class SessionTile(Widget):
         if state is not self.state:
             return
         self.canvas.show(image)
+        if self.browser is not None:
+            _remember(self.browser.session_id, image)
         if self.canvas.rows_changed or state.changed_at is None:  # the picture changed where it shows
             state.changed_at = now
         if news:
