@@ -46,14 +46,16 @@ def bb(service, *args: str, input: bytes | None = None, cwd: Path | None = None,
                           env=env or cli_env(service), cwd=cwd, timeout=timeout)
 
 
-def bb_here(service, *args: str, input: bytes = b"", env: dict | None = None) -> subprocess.CompletedProcess[bytes]:
+def bb_here(service, *args: str, input: bytes = b"", env: dict | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
     """`bb()` in this process: `bbrowse.cli.main` with the same environment, stdin, stdout and stderr on real
     files (commands write to descriptors and ask `isatty`), and the exit status it ends with. What the run
     set process-wide (`--profile`/`--theme`) is put back, for the next test in this process."""
     from bbrowse.cli import main
     from bbrowse.config import Overrides, set_command_line
 
-    with _environment(env or cli_env(service)), _std_files(input) as (stdout, stderr):
+    with _environment(env or cli_env(service)), _std_files(input) as (stdout, stderr), \
+            contextlib.chdir(cwd or os.getcwd()):
         try:
             main.main([*args], prog_name="bbrowse")
             code = 0
