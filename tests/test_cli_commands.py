@@ -1,5 +1,6 @@
-"""The scriptable subcommands against a real `bbrowse serve`, run as a user runs them (a subprocess
-with KERNEL_BASE_URL / KERNEL_API_KEY): sessions, new, rm, info, exec, cat, ls, logs, errors."""
+"""The scriptable subcommands against a real `bbrowse serve` with KERNEL_BASE_URL / KERNEL_API_KEY: sessions,
+new, rm, info, exec, cat, ls, logs, errors. A few run as a user runs them (`bb`: a subprocess, its exit status
+and pipes); the rest run the same command in this process (`bb_here`), where the subject is the command's code."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shlex
 import subprocess
 
 import pytest
-from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, bb_here, cli_env
 from conftest import session_area
 
 
@@ -48,51 +49,51 @@ def test_new_sessions_rm_round_trip(service):
 
 
 def test_new_prints_only_the_id(service):
-    created = bb(service, "new", "--timeout", "60")
+    created = bb_here(service, "new", "--timeout", "60")
     try:
         assert created.returncode == 0, created.stderr
         sid = created.stdout.decode().strip()
         assert "\n" not in sid and sid
-        assert json.loads(bb(service, "sessions", "--json", "--query", sid).stdout)[0]["session_id"] == sid
+        assert json.loads(bb_here(service, "sessions", "--json", "--query", sid).stdout)[0]["session_id"] == sid
     finally:
-        bb(service, "rm", created.stdout.decode().strip())
+        bb_here(service, "rm", created.stdout.decode().strip())
 
 
 def test_rm_reports_each_failure_and_still_deletes_the_rest(service):
-    sid = bb(service, "new").stdout.decode().strip()
-    result = bb(service, "rm", "no-such-session", sid)
+    sid = bb_here(service, "new").stdout.decode().strip()
+    result = bb_here(service, "rm", "no-such-session", sid)
     assert result.returncode == 1
     assert result.stdout.decode().split() == [sid]
     assert_one_line_error(result, "not_found", 404)
-    assert json.loads(bb(service, "sessions", "--json", "--query", sid).stdout) == []
+    assert json.loads(bb_here(service, "sessions", "--json", "--query", sid).stdout) == []
 
 
 def test_new_rejects_a_duplicate_name_with_the_services_conflict(service):
     name = f"dup-{secrets.token_hex(4)}"
-    first = bb(service, "new", "--name", name)
+    first = bb_here(service, "new", "--name", name)
     try:
         assert first.returncode == 0
-        assert_one_line_error(bb(service, "new", "--name", name), "conflict", 409)
+        assert_one_line_error(bb_here(service, "new", "--name", name), "conflict", 409)
     finally:
-        bb(service, "rm", name)
+        bb_here(service, "rm", name)
 
 
 def test_info_names_the_remote_service_and_paths(service, tmp_path):
     env = cli_env(service, BBROWSE_STATE_DIR=str(tmp_path / "state"), BBROWSE_CONFIG_DIR=str(tmp_path / "config"))
-    info = json.loads(bb(service, "info", "--json", env=env).stdout)
+    info = json.loads(bb_here(service, "info", "--json", env=env).stdout)
     assert info["service"] == {"kind": "remote", "url": service.url, "status": "ok",
                                "from": "environment (KERNEL_BASE_URL, KERNEL_API_KEY)"}
     assert info["state_dir"] == str(tmp_path / "state")
     assert info["config_dir"] == str(tmp_path / "config")
     assert info["discovery_file"] == str(tmp_path / "state" / "serve.json")
     assert service.token not in json.dumps(info)
-    text = bb(service, "info", env=env).stdout.decode()
+    text = bb_here(service, "info", env=env).stdout.decode()
     assert f"remote · {service.url}" in text and service.token not in text
 
 
 def test_info_reports_a_wrong_token(service):
     env = cli_env(service, KERNEL_API_KEY="wrong-token")
-    info = json.loads(bb(service, "info", "--json", env=env).stdout)
+    info = json.loads(bb_here(service, "info", "--json", env=env).stdout)
     assert info["service"]["status"] == "unauthorized"
 
 
@@ -107,28 +108,28 @@ def test_exec_keeps_streams_apart_and_propagates_the_exit_code(service, session_
 
 
 def test_exec_success_cwd_env_and_options_after_the_id(service, session_id, area):
-    result = bb(service, "exec", session_id, "--cwd", str(area), "-e", "GREETING=hi there", "--",
+    result = bb_here(service, "exec", session_id, "--cwd", str(area), "-e", "GREETING=hi there", "--",
                 "sh", "-c", 'echo "$PWD|$GREETING"')
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{area}|hi there\n".encode()
-    dashed = bb(service, "exec", session_id, "ls", "-a", str(area))  # `-a` belongs to ls
+    dashed = bb_here(service, "exec", session_id, "ls", "-a", str(area))  # `-a` belongs to ls
     assert dashed.returncode == 0 and b".." in dashed.stdout.split()
 
 
 def test_exec_timeout_and_json(service, session_id):
-    result = bb(service, "exec", session_id, "--timeout", "1", "--", "sleep", "30")
+    result = bb_here(service, "exec", session_id, "--timeout", "1", "--", "sleep", "30")
     assert result.returncode == 143
-    data = json.loads(bb(service, "exec", session_id, "--json", "--", "sh", "-c", "echo x; exit 2").stdout)
+    data = json.loads(bb_here(service, "exec", session_id, "--json", "--", "sh", "-c", "echo x; exit 2").stdout)
     assert data["exit_code"] == 2 and data["stdout_b64"] == "eAo="
 
 
 def test_exec_errors_are_one_line(service, session_id):
-    assert_one_line_error(bb(service, "exec", session_id, "--", "no-such-program-xyz"), "bad_request", 400)
-    line = assert_one_line_error(bb(service, "exec", session_id, "--cwd", "relative", "--", "true"),
+    assert_one_line_error(bb_here(service, "exec", session_id, "--", "no-such-program-xyz"), "bad_request", 400)
+    line = assert_one_line_error(bb_here(service, "exec", session_id, "--cwd", "relative", "--", "true"),
                                  "bad_request", 400)
     assert "cwd" in line
-    assert_one_line_error(bb(service, "exec", session_id, "--env", "NOEQUALS", "--", "true"), "usage", exit_code=2)
-    assert_one_line_error(bb(service, "exec", session_id), "usage", exit_code=2)
+    assert_one_line_error(bb_here(service, "exec", session_id, "--env", "NOEQUALS", "--", "true"), "usage", exit_code=2)
+    assert_one_line_error(bb_here(service, "exec", session_id), "usage", exit_code=2)
 
 
 # cat, ls -------------------------------------------------------------------------
@@ -138,7 +139,7 @@ def test_cat_is_byte_exact_for_binary_data(service, session_id, area):
     data = os.urandom(3 * 1024 * 1024 + 17) + bytes(range(256))
     path = area / "random.bin"
     path.write_bytes(data)
-    result = bb(service, "cat", session_id, str(path))
+    result = bb_here(service, "cat", session_id, str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout == data
     assert result.stderr == b""  # no progress bar when stderr is not a terminal
@@ -160,8 +161,8 @@ def test_cat_into_a_closed_pipe_exits_quietly(service, session_id, area):
 
 
 def test_cat_errors(service, session_id, area):
-    assert_one_line_error(bb(service, "cat", session_id, str(area / "missing")), "not_found", 404)
-    assert_one_line_error(bb(service, "cat", session_id, str(area)), "bad_request", 400)
+    assert_one_line_error(bb_here(service, "cat", session_id, str(area / "missing")), "not_found", 404)
+    assert_one_line_error(bb_here(service, "cat", session_id, str(area)), "bad_request", 400)
 
 
 def test_ls_plain_long_and_json(service, session_id, area):
@@ -169,15 +170,15 @@ def test_ls_plain_long_and_json(service, session_id, area):
     (area / "b.txt").write_bytes(b"12345")
     (area / "a.bin").write_bytes(b"")
 
-    plain = bb(service, "ls", session_id, str(area))
+    plain = bb_here(service, "ls", session_id, str(area))
     assert plain.stdout.decode().splitlines() == ["a.bin", "b.txt", "sub/"]
 
-    long = bb(service, "ls", session_id, str(area), "-l").stdout.decode().splitlines()
+    long = bb_here(service, "ls", session_id, str(area), "-l").stdout.decode().splitlines()
     assert [row.split()[-1] for row in long] == ["a.bin", "b.txt", "sub/"]
     assert long[1].split()[0] == "-rw-r--r--" and long[1].split()[1] == "5B"
     assert long[2].startswith("d")
 
-    entries = json.loads(bb(service, "ls", session_id, str(area), "--json").stdout)
+    entries = json.loads(bb_here(service, "ls", session_id, str(area), "--json").stdout)
     assert {e["name"]: (e["size_bytes"], e["is_dir"]) for e in entries} == {
         "a.bin": (0, False), "b.txt": (5, False), "sub": (entries[2]["size_bytes"], True)}
     assert all(e["path"] == str(area / e["name"]) for e in entries)
@@ -189,13 +190,13 @@ def test_ls_plain_long_and_json(service, session_id, area):
 def test_logs_no_follow_and_json(service, session_id, area):
     log = area / "app.log"
     log.write_text("first line\nsecond line\n")
-    plain = bb(service, "logs", session_id, "--path", str(log), "--no-follow")
+    plain = bb_here(service, "logs", session_id, "--path", str(log), "--no-follow")
     assert plain.returncode == 0 and plain.stdout == b"first line\nsecond line\n"
     events = [json.loads(line) for line in
-              bb(service, "logs", session_id, "--path", str(log), "--no-follow", "--json").stdout.splitlines()]
+              bb_here(service, "logs", session_id, "--path", str(log), "--no-follow", "--json").stdout.splitlines()]
     assert [e["message"] for e in events] == ["first line", "second line"]
     assert all(e["event"] == "log" and e["timestamp"] for e in events)
-    last = bb(service, "logs", session_id, "--path", str(log), "--no-follow", "-n", "1")
+    last = bb_here(service, "logs", session_id, "--path", str(log), "--no-follow", "-n", "1")
     assert last.stdout == b"second line\n"
 
 
@@ -215,13 +216,15 @@ def test_logs_follow_prints_appended_lines_as_they_come(service, session_id, are
 
 
 def test_logs_supervisor_and_errors(service, session_id):
-    result = bb(service, "logs", session_id, "--supervisor", "bbrowse", "--no-follow", "-n", "5")
+    result = bb_here(service, "logs", session_id, "--supervisor", "bbrowse", "--no-follow", "-n", "5")
     assert result.returncode == 0, result.stderr
     assert 1 <= len(result.stdout.splitlines()) <= 5
-    assert_one_line_error(bb(service, "logs", session_id, "--path", "/no/such.log", "--no-follow"), "not_found", 404)
-    assert_one_line_error(bb(service, "logs", session_id, "--supervisor", "nope", "--no-follow"), "not_found", 404)
-    assert_one_line_error(bb(service, "logs", session_id), "usage", exit_code=2)
-    assert_one_line_error(bb(service, "logs", session_id, "--path", "/x", "--supervisor", "y"), "usage", exit_code=2)
+    missing = bb_here(service, "logs", session_id, "--path", "/no/such.log", "--no-follow")
+    assert_one_line_error(missing, "not_found", 404)
+    assert_one_line_error(bb_here(service, "logs", session_id, "--supervisor", "nope", "--no-follow"), "not_found", 404)
+    assert_one_line_error(bb_here(service, "logs", session_id), "usage", exit_code=2)
+    both = bb_here(service, "logs", session_id, "--path", "/x", "--supervisor", "y")
+    assert_one_line_error(both, "usage", exit_code=2)
 
 
 # help, and one-line errors for every command: tests/test_inproc_cli.py (in-process, from the registry) ------
