@@ -14,7 +14,8 @@
   until its sessions table lists the service's sessions; the `GET /browsers` calls it made meanwhile.
   Baseline: the same launch straight to the service (loopback, no delay). Target: <= 1 s + 4 round trips.
 - keys: a key the prediction cannot help (the shell's key path: `StdinWriter` -> `stdin`, echo back over
-  `attach`, `stty raw -echo; cat`), typed at 5/s and at 20/s; p50/p99. Baseline: the link's round trip.
+  `attach`, `stty raw -echo; cat`), typed at 5/s and at 20/s; p50/p99. Baselines: the link's round trip,
+  and a `status` call through the same link between keys (what any call costs: the link, HTTP, the load).
   Targets: p50 <= RTT + 10 ms at 5/s, p99 <= 2 RTT + 20 ms at 20/s.
 - ctrlc: `yes` for 2 s in a bash PTY read the shell's way through the link, then ctrl-c through `stdin`,
   until the prompt is back. Target: <= 2 RTT + 300 ms.
@@ -244,7 +245,7 @@ def launch_bench(rtts: list[int], runs: int) -> None:
 
 # ---------------------------------------------------------------- keys
 
-async def keys_once(service, rtt_ms: int, count: int, rate: float) -> list[float]:
+async def keys_once(service, rtt_ms: int, count: int, rate: float) -> tuple[list[float], list[float]]:
     link = BadLink(_address(service.url), delay=rtt_ms / 2000)
     client = BrowserClient(link.url, service.token)
     browser = await client.sessions.create(timeout_seconds=600)
@@ -263,14 +264,19 @@ async def keys_once(service, rtt_ms: int, count: int, rate: float) -> list[float
         await asyncio.sleep(1.0)
         while not echoed.empty():
             echoed.get_nowait()
-        latencies = []
+        latencies, calls = [], []
         for _ in range(count):
             sent = time.monotonic()
             writer.write(b"x")
             latencies.append(await asyncio.wait_for(echoed.get(), 10) - sent)
             await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - sent)))
+        for _ in range(count // 2):  # the baseline at the same pace: a call through the same link
+            asked = time.monotonic()
+            await client.processes.status(browser.session_id, proc.process_id)
+            calls.append(time.monotonic() - asked)
+            await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - asked)))
         runner.cancel()
-        return latencies
+        return latencies, calls
     finally:
         await client.sessions.delete(browser.session_id)
         await close_shared_clients()
@@ -282,13 +288,16 @@ def keys_bench(rtts: list[int], count: int) -> None:
     try:
         for rtt in rtts:
             for rate, (quantile, target) in ((5.0, (50, rtt + 10)), (20.0, (99, 2 * rtt + 20))):
-                values = sorted(v * 1000 for v in asyncio.run(keys_once(service, rtt, count, rate)))
+                keys, calls = asyncio.run(keys_once(service, rtt, count, rate))
+                values = sorted(v * 1000 for v in keys)
                 p50 = statistics.median(values)
                 p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
                 got = p50 if quantile == 50 else p99
+                call = statistics.median(calls) * 1000 if calls else float("nan")
                 print(f"RTT {rtt:3d} ms, {rate:g} keys/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms; target p{quantile} <= "
-                      f"{target} ms: {'met' if got <= target else 'NOT met'}; ratio to the RTT {p50 / rtt:.2f}x",
-                      flush=True)
+                      f"{target} ms: {'met' if got <= target else 'NOT met'}; ratio to the RTT {p50 / rtt:.2f}x; "
+                      f"baseline, a status call through the same link: p50 {call:.1f} ms (key p50 "
+                      f"{p50 / call:.2f}x)", flush=True)
     finally:
         stop_service(service)
 
