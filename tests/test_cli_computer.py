@@ -11,7 +11,7 @@ import httpx
 import pytest
 from browser_page import BUTTON_AT, FIELD_AT, PageProbe, write_page
 from browser_support import browser_session, needs_chromium
-from cli_support import assert_one_line_error, bb
+from cli_support import assert_one_line_error, bb, bb_here
 
 pytestmark = [pytest.mark.chromium, needs_chromium]
 
@@ -95,6 +95,6 @@ async def test_errors_are_one_line_with_the_services_code(service, browser) -> N
 
 def test_help_has_examples(service) -> None:
     for command in ("click", "type", "key", "scroll"):
-        result = bb(service, command, "--help")
+        result = bb_here(service, command, "--help")
         assert result.returncode == 0
         assert b"Examples:" in result.stdout and f"bbrowse {command} ID".encode() in result.stdout

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import httpx
-from cli_support import BBROWSE, bb, cli_env
+from cli_support import BBROWSE, bb_here, cli_env
 
 
 def test_events_lists_filters_and_follows_until_the_session_ends(browserless_service) -> None:
@@ -19,14 +19,14 @@ def test_events_lists_filters_and_follows_until_the_session_ends(browserless_ser
         for _ in range(3):
             assert http.post(f"/browsers/{sid}/process/exec", json={"command": "true"}).status_code == 200
 
-        listed = bb(service, "events", sid)
+        listed = bb_here(service, "events", sid)
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.decode().splitlines()
         assert len(lines) == 3
         assert all("platform_api_call" in line and "ProcessExec → 200" in line for line in lines)
-        only = bb(service, "events", sid, "--json", "-c", "connection")
+        only = bb_here(service, "events", sid, "--json", "-c", "connection")
         assert only.returncode == 0 and only.stdout == b""
-        bad = bb(service, "events", sid, "--since", "soon")
+        bad = bb_here(service, "events", sid, "--since", "soon")
         assert bad.returncode == 2 and b"--since" in bad.stderr
 
         follower = subprocess.Popen([*BBROWSE, "events", sid, "-f", "--since", "2", "--json"],
