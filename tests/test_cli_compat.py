@@ -14,7 +14,7 @@ import time
 
 import httpx
 import pytest
-from cli_support import BBROWSE, PtyProcess, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, bb, bb_here, cli_env
 
 PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
 
@@ -56,16 +56,16 @@ def test_piped_shell_ls_and_logs_no_follow(compat_service, compat_sid):
 
     base = f"/tmp/bbrowse-cli-compat-{time.monotonic_ns()}"
     script = f"mkdir -p {base}/empty && ln -s {base}/empty {base}/link && printf 'one\\n\\nthree\\npart' > {base}/x.log"
-    made = bb(compat_service, "exec", compat_sid, "--", "sh", "-c", script)
+    made = bb_here(compat_service, "exec", compat_sid, "--", "sh", "-c", script)
     assert made.returncode == 0, made.stderr
-    empty = bb(compat_service, "ls", compat_sid, f"{base}/empty")  # compat answers null
+    empty = bb_here(compat_service, "ls", compat_sid, f"{base}/empty")  # compat answers null
     assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
-    listed = bb(compat_service, "ls", compat_sid, base, "-l")
+    listed = bb_here(compat_service, "ls", compat_sid, base, "-l")
     rows = {line.split()[-1]: line.split()[0] for line in listed.stdout.decode().splitlines()}
     assert set(rows) == {"empty/", "link@", "x.log"}, listed.stdout  # the link lstat'd, shown as one
     assert rows["link@"] == "lrwxrwxrwx" and rows["empty/"][0] == "d", rows  # Go's L... and d... as ls has them
 
-    logs = bb(compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow", timeout=30)
+    logs = bb_here(compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow")
     assert (logs.returncode, logs.stdout) == (0, b"one\n\nthree\npart\n"), logs.stderr
 
 

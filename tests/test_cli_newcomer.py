@@ -6,38 +6,38 @@ from __future__ import annotations
 
 import json
 
-from cli_support import bb, cli_env
+from cli_support import bb_here, cli_env
 
 from bbrowse.session_options import DEFAULT_TIMEOUT
 
 
 def test_new_refuses_what_the_form_refuses_and_uses_the_forms_default_timeout(service, http, tmp_path):
-    refused = bb(service, "new", "--start-url", "not a url")
+    refused = bb_here(service, "new", "--start-url", "not a url")
     assert refused.returncode == 2, refused
     assert refused.stderr.decode().startswith("error: usage: ") and "Start URL must be a URL" in refused.stderr.decode()
-    bare = bb(service, "new", "--start-url", "example.com")
+    bare = bb_here(service, "new", "--start-url", "example.com")
     assert bare.returncode == 2 and "https://example.com" in bare.stderr.decode()
 
-    created = bb(service, "new", "--json")
+    created = bb_here(service, "new", "--json")
     assert created.returncode == 0, created.stderr
     browser = json.loads(created.stdout)
     try:
         assert browser["timeout_seconds"] == DEFAULT_TIMEOUT == 300  # the app's form proposes it too (pinned in
         # test_app_newcomer_reconnect, where the form is open)
     finally:
-        bb(service, "rm", browser["session_id"])
+        bb_here(service, "rm", browser["session_id"])
 
 
 def test_an_unknown_profile_or_theme_on_the_command_line_is_an_error(service, tmp_path):
     env = cli_env(service, home=tmp_path)
     del env["KERNEL_BASE_URL"], env["KERNEL_API_KEY"]
-    info = bb(service, "--profile", "nope", "info", env=env)
+    info = bb_here(service, "--profile", "nope", "info", env=env)
     assert info.returncode == 1
     assert info.stderr.decode() == "error: config: --profile: no profile named 'nope' (known: cloud, embedded)\n"
     assert b"config dir" in info.stdout  # the paths are still shown: info is where one goes to find the file
 
-    theme = bb(service, "--theme", "nope", "sessions", env=env)
+    theme = bb_here(service, "--theme", "nope", "sessions", env=env)
     assert theme.returncode == 2
     err = theme.stderr.decode()
     assert err.count("\n") == 1 and "no theme named 'nope'" in err and "bbrowse-dark" in err and "textual-dark" in err
-    assert bb(service, "--theme", "bbrowse-light", "info", env=env).returncode == 0
+    assert bb_here(service, "--theme", "bbrowse-light", "info", env=env).returncode == 0
