@@ -47,10 +47,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 #: --no-loadscope-reorder` (scripts/test.sh) workers take files in this order, so a long file starts early
 #: instead of running alone at the end; the others follow in their usual order.
 SLOW_FILES = (
-    "test_fuzz.py", "test_app_files.py", "test_app_file_manager.py", "test_cli_shell.py", "test_app_shell.py",
-    "test_terminal_keys.py", "test_terminal_core.py", "test_computer.py", "test_cli_compat.py",
-    "test_app_keyboard.py", "test_app_compat.py", "test_integrity.py", "test_app_newcomer_reconnect.py",
-    "test_themes.py",
+    "test_fuzz.py", "test_app_shell.py", "test_cli_compat.py", "test_app_keyboard.py", "test_app_files.py",
+    "test_net.py", "test_cli_shell.py", "test_app_compat.py", "test_app_logs.py", "test_client.py",
+    "test_app_newcomer_reconnect.py", "test_app_file_manager.py", "test_cdp_proxy.py", "test_terminal_widget.py",
+    "test_attach.py", "test_app_events.py", "test_faults.py", "test_app_sessions.py", "test_sessions.py",
 )
 
 
