@@ -3,6 +3,7 @@ client, so the service starts while they load (bench/bench_startup.py has the ti
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from bbrowse import cli
 from bbrowse.client import ENV_BASE_URL, ENV_TOKEN
 from bbrowse.config import ENV_PROFILE, Overrides, load_settings
+from bbrowse.startup import pause_collection, resume_collection
 
 #: `bbrowse` (no command) up to the moment it asks for the embedded service (`launcher.find_or_start_soon`), which
 #: here prints the modules loaded by then and ends the process: what is loaded by then delays the service's start.
@@ -109,3 +111,18 @@ def test_the_first_screen_loads_no_session_screen_nor_pane(tmp_path):
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_CONFIG_DIR": str(tmp_path)},
     ).stdout)
     assert [m for m in loaded if m == "bbrowse.tui.screens.session" or m.startswith("bbrowse.tui.panes")] == []
+
+
+def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen():
+    assert gc.isenabled()
+    resume_collection()  # not paused: nothing frozen (a test's app or service never freezes the test process)
+    assert gc.get_freeze_count() == 0
+    pause_collection()
+    try:
+        assert not gc.isenabled()
+    finally:
+        resume_collection()
+    try:
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
