@@ -189,6 +189,10 @@ async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(bro
                        timeout=20, what="three prompts")
         state = lambda: str(screen.query_one("#broadcast-state").render())  # noqa: E731
         assert state() == "BROADCAST ON · every key goes to 3 of 3 shells · ctrl+] then b: off"  # in the first pane
+        footer_hint = lambda: [str(label.render()) for label in screen.query(".-hint")]  # noqa: E731
+        await wait_for(pilot, lambda: any("every key goes to the program" in text for text in footer_hint()),
+                       what="the footer's terminal hint")
+        assert not any("switch tabs" in text for text in footer_hint()), footer_hint()  # this screen has no tabs
 
         await type_text(pilot, "echo hi-$((6*7))", then="enter")
         await wait_for(pilot, lambda: all("\nhi-42" in screen_text(t) for t in terminals), what="the echo in each")

@@ -128,6 +128,8 @@ class BroadcastScreen(BbrowseScreen):
     PALETTE_NAME = "Broadcast"
     CRUMBS = ("Sessions", "Broadcast")
     AUTO_FOCUS = ""
+    #: The footer inside a pane names no tab keys: this screen has no tabs.
+    TAB_SWITCH_HINT = ""
     BINDINGS = [
         Binding("b", "toggle_broadcast", "Broadcast on/off", id="broadcast.toggle"),
         Binding("enter,i", "enter_terminal", "Into terminal", id="broadcast.enter"),

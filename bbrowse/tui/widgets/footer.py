@@ -29,7 +29,9 @@ class BbrowseFooter(Footer):
         terminal = sys.modules.get("bbrowse.tui.terminal.widget")
         if terminal is not None and isinstance(focused, terminal.TerminalView):
             leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
-            hint = f"every key goes to the program · alt+1… switch tabs · {leave}"
+            # A screen without tabs (broadcast typing) sets TAB_SWITCH_HINT to "".
+            switch = getattr(self.screen, "TAB_SWITCH_HINT", "alt+1… switch tabs")
+            hint = " · ".join(part for part in ("every key goes to the program", switch, leave) if part)
         if hint:
             yield FooterLabel(hint, classes="-hint")
 
