@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -311,6 +312,24 @@ async def test_kill_with_each_signal(http: httpx.AsyncClient, sid: str, name: st
     # signalling an exited process is harmless
     again = await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": name})
     assert again.status_code == 200
+
+
+async def test_a_signal_right_after_the_spawn_answers_is_never_lost(http: httpx.AsyncClient, sid: str) -> None:
+    """In the session's sandbox the program starts its own session (`setsid`, `--ctty` with a PTY) after the
+    spawn's fork: a kill or a ctrl-c sent in between would reach nobody. The spawn answers once the program
+    leads its session and holds its terminal."""
+    for tty in (False, True):
+        for _ in range(8):
+            pid = (await spawn(http, sid, "sleep", "100", allocate_tty=tty))["process_id"]
+            if tty:
+                await write(http, sid, pid, b"\x03")
+            else:
+                await http.post(f"/browsers/{sid}/process/{pid}/kill", json={"signal": "KILL"})
+            deadline = time.monotonic() + STREAM_TIMEOUT
+            while (status := (await http.get(f"/browsers/{sid}/process/{pid}/status")).json())["state"] != "exited":
+                assert time.monotonic() < deadline, f"{'ctrl-c' if tty else 'KILL'} right after the spawn was lost"
+                await asyncio.sleep(0.02)
+            assert status["exit_code"] == 128 + (signal.SIGINT if tty else signal.SIGKILL)
 
 
 async def test_kill_reaches_the_whole_process_group(http: httpx.AsyncClient, sid: str) -> None:

@@ -283,9 +283,10 @@ FORK_WAIT_SECONDS = 2.0
 
 
 def forked_child(pid: int, controls_tty: bool = False) -> int | None:
-    """The process `pid` (nsenter) forked, once it has (and with `controls_tty`, once it has taken the PTY
-    as its controlling terminal: before that, a ctrl-c or ctrl-\\ written to the PTY signals nobody and is
-    lost); None if it ended first (the program could not start, its exit code says why) or none came in time."""
+    """The process `pid` (nsenter) forked, once it leads its own session (`setsid` has run: before that a
+    signal to its process group reaches nobody) and, with `controls_tty`, holds the PTY as its controlling
+    terminal (before that a ctrl-c written to the PTY signals nobody). None if it ended first (the program
+    could not start, its exit code says why) or none came in time."""
     deadline = time.monotonic() + FORK_WAIT_SECONDS
     delay = 0.00005
     child: int | None = None
@@ -295,7 +296,7 @@ def forked_child(pid: int, controls_tty: bool = False) -> int | None:
                 with open(f"/proc/{pid}/task/{pid}/children") as f:
                     children = f.read().split()
                 child = int(children[0]) if children else None
-            if child is not None and (not controls_tty or _has_controlling_tty(child)):
+            if child is not None and _leads_its_session(child, controls_tty):
                 return child
         except OSError:
             return child
@@ -304,11 +305,12 @@ def forked_child(pid: int, controls_tty: bool = False) -> int | None:
     return child
 
 
-def _has_controlling_tty(pid: int) -> bool:
-    """Whether `pid` has a controlling terminal (/proc/PID/stat's tty_nr, the 7th field, is not 0)."""
+def _leads_its_session(pid: int, with_tty: bool) -> bool:
+    """Whether `pid` leads its own session (/proc/PID/stat: session == pid) and, if `with_tty`, has a
+    controlling terminal (tty_nr is not 0)."""
     with open(f"/proc/{pid}/stat", "rb") as f:
-        fields = f.read().rsplit(b")", 1)[1].split()
-    return fields[4] != b"0"
+        _state, _ppid, _pgrp, session, tty_nr = f.read().rsplit(b")", 1)[1].split()[:5]
+    return int(session) == pid and (not with_tty or tty_nr != b"0")
 
 
 def _pty_child_in_sandbox() -> None:  # pragma: no cover - runs in the child between fork and exec
