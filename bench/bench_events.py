@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -264,13 +265,26 @@ async def shell_keys_under_flood(handle, browser: dict, probe: PageProbe, count:
                     missed += 1
             return samples, missed
 
+        def cpu() -> tuple[float, float, float]:  # (wall, this process's CPU (the app), the service's), seconds
+            fields = Path(f"/proc/{handle.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return time.monotonic(), time.process_time(), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        started = cpu()
         quiet, quiet_missed = await keys()
-        before = len(pane.events)
+        quiet_cpu = [b - a for a, b in zip(started, cpu(), strict=True)]
         seconds = count / 20 * 1.5 + 2  # longer than the keys take, so every key meets the flood
         await probe.evaluate(FLOOD % int(seconds * 1000))
         await pilot.pause(1.0)  # the flood under way
+        before, started = len(pane.events), cpu()
         flooded, flooded_missed = await keys()
+        flood_cpu = [b - a for a, b in zip(started, cpu(), strict=True)]
         during = len(pane.events) - before
+        share = lambda c, i: c[i] / c[0]  # noqa: E731  (a share of one core)
+        per_event = lambda i: (share(flood_cpu, i) - share(quiet_cpu, i)) * flood_cpu[0] / max(during, 1) * 1e6  # noqa: E731
+        print(f"CPU while typing, quiet: app {share(quiet_cpu, 1):.0%}, service {share(quiet_cpu, 2):.0%}; flooded: "
+              f"app {share(flood_cpu, 1):.0%}, service {share(flood_cpu, 2):.0%} of a core; "
+              f"{during / flood_cpu[0]:,.0f} events/s reached the Events tab; the flood's CPU per event: "
+              f"app {per_event(1):.1f} us, service {per_event(2):.1f} us (load {os.getloadavg()[0]:.1f})")
         q = lambda s, p: statistics.quantiles(s, n=100)[p - 1]  # noqa: E731
         for label, samples, missed in (("quiet page (baseline)", quiet, quiet_missed),
                                        ("10,000 events/s flood", flooded, flooded_missed)):
