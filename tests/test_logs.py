@@ -214,6 +214,22 @@ async def test_follow_ends_when_the_session_is_deleted(http: httpx.AsyncClient, 
         assert await reader.rest(timeout=5) == []
 
 
+async def test_follow_ends_cleanly_when_the_session_goes_while_it_waits(browserless_http: httpx.AsyncClient,
+                                                                         browserless_service) -> None:
+    """A session deleted while its log is followed ends the stream with a proper end, never a cut connection
+    (the sandbox's threads went first, and the read in flight failed out of the stream)."""
+    for pause in (0.0, 0.05, 0.1, 0.2, 0.3):
+        sid = (await browserless_http.post("/browsers", json={})).json()["session_id"]
+        log = session_area(browserless_service, sid, "logs") / "ends.log"
+        log.touch()
+        async with log_stream(browserless_http, sid, source="path", path=str(log), follow=True) as reader:
+            _append(log, "x\n")
+            assert await reader.messages(1) == ["x"]
+            await asyncio.sleep(pause)
+            assert (await browserless_http.delete(f"/browsers/{sid}")).status_code == 204
+            assert await reader.rest(timeout=5) == []
+
+
 async def test_disconnecting_closes_the_followed_file(
     http: httpx.AsyncClient, session_id: str, tmp_path: Path, service: ServiceHandle
 ) -> None:

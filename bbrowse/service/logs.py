@@ -110,6 +110,12 @@ def tail_offset(fd: int, size: int, count: int) -> int:
     return 0
 
 
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not a read it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class LogFollower:
     """Batches of lines from one log file; see the module docstring for the rules.
 
@@ -148,6 +154,12 @@ class LogFollower:
             else:
                 async for lines in self._existing(start):
                     yield lines
+        except (ServiceError, RuntimeError, asyncio.CancelledError):
+            # A session that ends during a read takes its sandbox's threads with it (410, a shut-down executor,
+            # a cancelled read): that is the stream's end, as the idle check says it. Anything else, or this
+            # stream's own cancellation, goes on up.
+            if self.alive() or _cancelling():
+                raise
         finally:
             self.file.close()
 
