@@ -24,6 +24,7 @@ import asyncio
 import codecs
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from PIL import Image as PILImage
@@ -376,67 +377,58 @@ class FileViewer(Vertical):
             super().__init__()
             self.viewer = viewer
 
+    @dataclass
     class OpenRemote(Message, bubble=False):
         """`open_remote` asked for `path`: handled in turn with the replies of the read it replaces."""
 
-        def __init__(self, path: str, size: int | None, at: float) -> None:
-            super().__init__()
-            self.path = path
-            self.size = size
-            self.at = at
+        path: str
+        size: int | None
+        at: float
 
+    @dataclass
     class Block(Message, bubble=False):
         """The read's next bytes to show (those already shown and those past the step are left out)."""
 
-        def __init__(self, data: bytes) -> None:
-            super().__init__()
-            self.data = data
+        data: bytes
 
+    @dataclass
     class StepEnded(Message, bubble=False):
         """The read stopped: at the end of the file (`eof`) or at its target; `received` bytes came in all."""
 
-        def __init__(self, *, eof: bool, received: int) -> None:
-            super().__init__()
-            self.eof = eof
-            self.received = received
+        eof: bool
+        received: int
 
+    @dataclass
     class ReadFailed(Message, bubble=False):
-        def __init__(self, error: ClientError, received: int) -> None:
-            super().__init__()
-            self.error = error
-            self.received = received
+        error: ClientError
+        received: int
 
+    @dataclass
     class ShowBytes(Message, bubble=False):
         """`show_bytes` was called: handled in turn, as `OpenRemote` is."""
 
-        def __init__(self, path: str, data: bytes, size: int | None) -> None:
-            super().__init__()
-            self.path = path
-            self.data = data
-            self.size = size
+        path: str
+        data: bytes
+        size: int | None
 
+    @dataclass
     class LanguageFound(Message, bubble=False):
-        def __init__(self, language: str) -> None:
-            super().__init__()
-            self.language = language
+        language: str
 
+    @dataclass
     class Highlighted(Message, bubble=False):
         """Text rows from `start` on, coloured."""
 
-        def __init__(self, start: int, lines: list[HighlightedLine]) -> None:
-            super().__init__()
-            self.start = start
-            self.lines = lines
+        start: int
+        lines: list[HighlightedLine]
 
+    @dataclass
     class ImageDecoded(Message, bubble=False):
-        def __init__(self, image: PILImage.Image) -> None:
-            super().__init__()
-            self.image = image
+        image: PILImage.Image
 
+    @dataclass
     class ImageFailed(Message, bubble=False):
-        def __init__(self, why: str) -> None:
-            super().__init__()
-            self.why = why
+        why: str
 
     def __init__(self, session_id: str | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
