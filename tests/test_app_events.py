@@ -1,7 +1,8 @@
-"""The Events tab against a real service and Chromium: a page's console error and failed request show up live,
-stand out, filter by category and by regex, follow and pause, details (a request's headers, an exception's
-stack), `c` copies the event as JSON, `v` shows the replay's frame at the event and `.` steps a frame; a
-deleted session, listed with `a` on the sessions table, opens read-only and its kept events still show."""
+"""The Events tab against a real service and Chromium: `t` turns the session's telemetry on, a page's console error
+and failed request show up live, stand out, filter by category and by regex, follow and pause, details (a
+request's headers, an exception's stack), `c` copies the event as JSON, `v` shows the replay's frame at the event
+and `.` steps a frame; a deleted session, listed with `a` on the sessions table, opens read-only and its kept
+events still show."""
 
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ PAGE = ("data:text/html,<h1>events</h1><script>console.log('step 36 ok');"
 
 
 async def test_the_events_tab_shows_filters_details_and_copies(service, http: httpx.AsyncClient) -> None:
-    r = await http.post("/browsers", json={"timeout_seconds": 300, "telemetry": {"browser": {
-        "console": {"enabled": True}, "network": {"enabled": True}, "page": {"enabled": True}}}})
+    r = await http.post("/browsers", json={"timeout_seconds": 300})  # no telemetry yet: `t` turns it on
     browser = Browser.model_validate(r.json())
     app = make_app(service)
     try:
@@ -44,6 +44,9 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             pane = app.screen.query_one(EventsPane)
             events = pane.query_one(EventList)
             await wait_for(pilot, lambda: events.has_focus, what="list focused")
+            await pilot.press("t")
+            await wait_for(pilot, lambda: any("Recording console, network and page events" in n.message
+                                              for n in notifications(app)), what="telemetry turned on")
 
             recording = (await http.post(f"/browsers/{browser.session_id}/replays", json={})).json()["replay_id"]
             async with PageProbe.showing(browser.cdp_ws_url, PAGE):

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,17 +77,26 @@ class EventsArrived(Message):
     """New envelopes are in the pane's inbox."""
 
 
+@dataclass
 class StreamEnded(Message):
-    def __init__(self, error: str | None) -> None:
-        super().__init__()
-        self.error = error
+    """The event stream has ended: `error` says why, None when the session has ended."""
+
+    error: str | None
 
 
+@dataclass
+class TelemetryConfigured(Message):
+    """The session's telemetry was turned on (`error` None) or could not be."""
+
+    error: str | None
+
+
+@dataclass
 class FrameReady(Message):
-    def __init__(self, png: bytes | None, note: str) -> None:
-        super().__init__()
-        self.png = png
-        self.note = note
+    """The frame view's picture (None: `note` says why there is none)."""
+
+    png: bytes | None
+    note: str
 
 
 def row_text(item: RawEvent) -> tuple[str, bool]:
@@ -243,8 +253,6 @@ class EventsPane(SessionPane):
             error = str(exc)
         self.post_message(StreamEnded(error))
 
-    # the handlers (draw) ---------------------------------------------------------------
-
     @work(exclusive=True, group="events-configure")
     async def action_telemetry_on(self) -> None:
         """Turn on console, network and page telemetry for this session (PATCH, as Kernel's update)."""
@@ -253,9 +261,18 @@ class EventsPane(SessionPane):
         try:
             await self.client.telemetry.configure(self.session_id, request)
         except ClientError as exc:
-            self.post_message(StreamEnded(f"could not turn telemetry on: {exc}"))
+            self.post_message(TelemetryConfigured(str(exc)))
             return
-        self.notify("Recording console, network and page events of this session")
+        self.post_message(TelemetryConfigured(None))
+
+    # the handlers (draw) ---------------------------------------------------------------
+
+    @on(TelemetryConfigured)
+    def _configured(self, message: TelemetryConfigured) -> None:
+        if message.error is None:
+            self.notify("Recording console, network and page events of this session")
+        else:
+            self.notify(f"could not turn telemetry on: {message.error}", severity="error")
 
     @on(EventsArrived)
     def _arrived(self) -> None:
