@@ -72,7 +72,7 @@ async def samples_in_app(service, browser, samples: int) -> list[float]:
         tab = app.screen.query_one(ShellTab)
         terminal = tab.terminal
         terminal.focus()
-        await _until(pilot, lambda: "\n".join(terminal.emulator.display).rstrip().endswith(PROMPT))
+        await _until(pilot, lambda: "\n".join(terminal.core.display).rstrip().endswith(PROMPT))
         prompt_drawn: list[float] = []
         original = terminal.render_line
 
@@ -85,7 +85,7 @@ async def samples_in_app(service, browser, samples: int) -> list[float]:
         terminal.render_line = render_line  # type: ignore[method-assign]
         for _ in range(samples):
             await pilot.press(*"yes flood-line", "enter")
-            await _until(pilot, lambda: "\n".join(terminal.emulator.display).count("flood-line") > 20)
+            await _until(pilot, lambda: "\n".join(terminal.core.display).count("flood-line") > 20)
             await asyncio.sleep(FLOOD_SECONDS)
             prompt_drawn.clear()
             started = time.perf_counter()
@@ -98,7 +98,7 @@ async def samples_in_app(service, browser, samples: int) -> list[float]:
             results.append(prompt_drawn[0] - started)
             terminal.reset()
             await pilot.press("enter")  # a fresh prompt on a clean screen for the next sample
-            await _until(pilot, lambda: "\n".join(terminal.emulator.display).rstrip().endswith(PROMPT))
+            await _until(pilot, lambda: "\n".join(terminal.core.display).rstrip().endswith(PROMPT))
     return results
 
 

@@ -95,7 +95,7 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
                          30)
             screen = app.screen
             tab = screen.query_one(ShellsPane)._tabs.active_pane
-            await _until(pilot, lambda: "\n".join(tab.terminal.emulator.display).rstrip().endswith(PROMPT), 30)
+            await _until(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT), 30)
             await pilot.press("alt+2")
             await _until(pilot, lambda: bool(screen.query(LogsPane)), 10)
             panel = await screen.query_one(LogsPane).open_log(LogTarget(LogSource.PATH, str(log)))
@@ -109,7 +109,7 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
                         buffer.end_seq)) if line.startswith("line ")]
 
             def last_tick() -> int:  # cheap: the visible rows only (polled while measuring)
-                shown = [int(line[5:]) for line in tab.terminal.emulator.display
+                shown = [int(line[5:]) for line in tab.terminal.core.display
                          if line.startswith("tick-") and line[5:].isdigit()]
                 return max(shown, default=0)
 
@@ -119,7 +119,7 @@ async def stall_once(service, rtt_ms: int, stall: float) -> dict[str, float]:
                 return int(line.split()[1]) if line.startswith("line ") else 0
 
             def ticks() -> list[int]:
-                emulator = tab.terminal.emulator
+                emulator = tab.terminal.core
                 return [int(line[5:]) for line in [*emulator.scrollback_text(), *emulator.display]
                         if line.startswith("tick-") and line[5:].isdigit()]
 

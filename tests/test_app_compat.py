@@ -36,7 +36,7 @@ def error_toasts(app) -> list[str]:
 
 
 def screen_text(tab: ShellTab) -> str:
-    return "\n".join(tab.terminal.emulator.display)
+    return "\n".join(tab.terminal.core.display)
 
 
 def child_labels(pane: FilesPane) -> list[str]:

@@ -40,7 +40,7 @@ def screen_text(app) -> str:
 
 
 def terminal_text(tab: ShellTab) -> str:
-    return "\n".join(tab.terminal.emulator.display)
+    return "\n".join(tab.terminal.core.display)
 
 
 async def open_session(pilot, app, browser: Browser) -> SessionScreen:

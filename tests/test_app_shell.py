@@ -86,7 +86,7 @@ def shell_app(service):
 
 
 def screen_text(tab: ShellTab) -> str:
-    return "\n".join(tab.terminal.emulator.display)
+    return "\n".join(tab.terminal.core.display)
 
 
 def prompt_shown(tab: ShellTab) -> bool:
@@ -118,13 +118,13 @@ async def test_echo_colour_and_exit_code_over_attach(core_target) -> None:
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
-        assert (tab.terminal.emulator.name == "python") == ("Python" in mode or ENV_FORCES_PYTHON)
+        assert (tab.terminal.core.name == "python") == ("Python" in mode or ENV_FORCES_PYTHON)
         assert tab.shell.path == "attach" and border(tab).endswith("· attach"), border(tab)
         await type_line(pilot, "echo hi-$((6*7))")
         await wait_for(pilot, lambda: "\nhi-42" in screen_text(tab), what="hi echoed")
 
         await type_line(pilot, "printf '\\033[31mred\\033[0m\\n'")
-        emulator = tab.terminal.emulator
+        emulator = tab.terminal.core
 
         def red_cell() -> bool:
             for y, line in enumerate(emulator.display):
@@ -187,11 +187,11 @@ async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, browser)
         # A line exactly as wide as the pane's terminal: on one row only when drawn at that width.
-        wide_line = "W" * (tab.terminal.emulator.cols - 1) + "Z"
+        wide_line = "W" * (tab.terminal.core.cols - 1) + "Z"
         page.write_text(wide_line + "\n" + "".join(f"page line {i}\n" for i in range(200)))
         command = f"vim -u NONE -N -n {page}" if editor == "vim" else f"less {page}"
         await type_line(pilot, command)
-        await wait_for(pilot, lambda: tab.terminal.emulator.alternate_screen_active, what="alt screen on")
+        await wait_for(pilot, lambda: tab.terminal.core.alternate_screen_active, what="alt screen on")
         await wait_for(pilot, lambda: "page line 0" in screen_text(tab), what=f"{editor} drew the file")
 
         drop_attach(service, tab)
@@ -211,11 +211,11 @@ async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach
             # while it repaints (test_cli_shell's editor test has the figures): type once the page is drawn
             # at the real width again, the wide line whole on one row and less's prompt at the bottom.
             def drawn_at_the_real_width() -> bool:
-                rows = [row.rstrip() for row in tab.terminal.emulator.display]
+                rows = [row.rstrip() for row in tab.terminal.core.display]
                 return wide_line in rows and rows[-1] == ":"
             await wait_for(pilot, drawn_at_the_real_width, what="less drew the page at the real width")
             await pilot.press("q")
-        await wait_for(pilot, lambda: not tab.terminal.emulator.alternate_screen_active, what="alt screen off")
+        await wait_for(pilot, lambda: not tab.terminal.core.alternate_screen_active, what="alt screen off")
         await wait_for(pilot, lambda: prompt_shown(tab), what="prompt after the editor")
         await type_line(pilot, "exit 4")
         await wait_for(pilot, lambda: tab.terminal.exited, what="exit shown")
@@ -260,16 +260,16 @@ async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_
     app = shell_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, default_browser)
-        assert tab.terminal.emulator.name == core
+        assert tab.terminal.core.name == core
         await type_line(pilot, "echo before-less")
         await wait_for(pilot, lambda: "\nbefore-less" in screen_text(tab))
         before = screen_text(tab)
 
         await type_line(pilot, f"less {page}")
-        await wait_for(pilot, lambda: tab.terminal.emulator.alternate_screen_active, what="alt screen on")
+        await wait_for(pilot, lambda: tab.terminal.core.alternate_screen_active, what="alt screen on")
         await wait_for(pilot, lambda: "alt-screen line 0" in screen_text(tab), what="less drew the file")
         await pilot.press("q")
-        await wait_for(pilot, lambda: not tab.terminal.emulator.alternate_screen_active, what="alt screen off")
+        await wait_for(pilot, lambda: not tab.terminal.core.alternate_screen_active, what="alt screen off")
         assert "alt-screen line 5" not in screen_text(tab)
         # every line that was on the screen before less is back where it was
         before_lines = before.rstrip().split("\n")[:-1]

@@ -167,7 +167,7 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
 
 
 def screen_text(terminal) -> str:
-    return "\n".join(terminal.emulator.display)
+    return "\n".join(terminal.core.display)
 
 
 async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(browserless_service,

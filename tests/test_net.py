@@ -214,7 +214,7 @@ SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
 def _terminal_lines(tab) -> list[str]:
-    emulator = tab.terminal.emulator
+    emulator = tab.terminal.core
     return [*emulator.scrollback_text(), *emulator.display]
 
 
@@ -243,7 +243,7 @@ async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, co
             await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
             screen = app.screen
             tab = screen.query_one(ShellsPane)._tabs.active_pane
-            await wait_for(pilot, lambda: "\n".join(tab.terminal.emulator.display).rstrip().endswith(PROMPT),
+            await wait_for(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT),
                            what="prompt", timeout=30)
             await tab.shell.write(b"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.1; done\r")
             await pilot.press("alt+2")

@@ -387,13 +387,13 @@ async def test_a_big_backlog_that_cannot_be_skipped_still_drains() -> None:
     app = TerminalApp()
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.view
-        rows = view.emulator.rows + view.emulator.scrollback_limit + 5
+        rows = view.core.rows + view.core.scrollback_limit + 5
         view.feed(b"".join(f"{i:06d} {'lorem ipsum dolor sit amet ' * 2}\r\n".encode() for i in range(rows)))
         view.feed(b"".join(f"\x1b[3{i % 8}mcolour {i}\x1b[0m\r\n".encode() for i in range(30_000)))
         await asyncio.wait_for(view.wait_drained(), 60)
         await pilot.pause()
         assert row_text(view, view.size.height - 2) == "colour 29999"
-        assert view.emulator.scrollback_text()[-1] == f"colour {29999 - (view.emulator.rows - 1)}"
+        assert view.core.scrollback_text()[-1] == f"colour {29999 - (view.core.rows - 1)}"
 
 
 @pytest.fixture
@@ -461,23 +461,23 @@ async def test_a_real_shell_echo_ctrl_c_resize_and_exit(shell_pane) -> None:
         view.focus()
         await until(app, lambda: len(app.resizes) == 1)
         shell, fd = await shell_pane(app)
-        await until(app, lambda: view.emulator.display[0] == "$")
+        await until(app, lambda: view.core.display[0] == "$")
         await type_text(pilot, "echo hi", then="enter")
-        await until(app, lambda: "hi" in view.emulator.display)
+        await until(app, lambda: "hi" in view.core.display)
         await type_text(pilot, "printf '\\e[31mred\\e[0m\\n'", then="enter")
-        await until(app, lambda: "red" in view.emulator.display)
-        y = view.emulator.display.index("red")
-        assert view.emulator.cell(0, y)[1][0] == 1  # drawn red
+        await until(app, lambda: "red" in view.core.display)
+        y = view.core.display.index("red")
+        assert view.core.cell(0, y)[1][0] == 1  # drawn red
         await type_text(pilot, "sleep 100", then="enter")
         # ctrl-c once sleep runs in the foreground (exec'ed, not a forked bash still setting up its signals):
         # typed before, it would interrupt bash reading the line, or be lost in the fork.
         await until(app, lambda: os.tcgetpgrp(fd) != shell and _command_of(os.tcgetpgrp(fd)) == "sleep")
         await pilot.press("ctrl+c")
-        await until(app, lambda: view.emulator.display[view.emulator.cursor_y] == "$")
+        await until(app, lambda: view.core.display[view.core.cursor_y] == "$")
         await pilot.resize_terminal(90, 20)
         await until(app, lambda: app.resizes[-1] == (88, 18))
         await type_text(pilot, "tput cols", then="enter")
-        await until(app, lambda: "88" in view.emulator.display)
+        await until(app, lambda: "88" in view.core.display)
         await type_text(pilot, "exit 3", then="enter")
         await until(app, lambda: view.exited)
         assert view.exit_code == 3

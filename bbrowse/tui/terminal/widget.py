@@ -210,11 +210,6 @@ class TerminalView(Widget, can_focus=True):
         )
         self.border_subtitle = self._leave_hint()
 
-    @property
-    def emulator(self) -> TerminalCore:
-        """The terminal core (the name the pane used when it had its own emulator)."""
-        return self.core
-
     # ------------------------------------------------------------------ output from the program
 
     @property
