@@ -15,7 +15,7 @@ from textual.widgets import Footer
 from bbrowse.client import BrowserClient
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.screens.sessions import SessionsScreen
-from bbrowse.tui.textual_private import notifications
+from bbrowse.tui.textual_private import notifications, screen_lines
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, format_timestamp, line_time
 from bbrowse.wire import LogSource
 
@@ -31,7 +31,7 @@ class LogsScreen(Screen):
 
 
 def screen_text(app) -> str:
-    return "\n".join("".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips())
+    return "\n".join(screen_lines(app.screen))
 
 
 def status(panel: LogPanel) -> str:

@@ -17,6 +17,7 @@ from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.shell_session import busy_from_probe
 from bbrowse.tui.terminal.widget import TerminalView
+from bbrowse.tui.textual_private import screen_lines
 from bbrowse.wire import Browser
 
 PROMPT = "PROMPT>"
@@ -36,7 +37,7 @@ def shell_app(service):
 
 def screen_text(app) -> str:
     """What the whole screen shows, row by row, as a person reads it."""
-    return "\n".join("".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips())
+    return "\n".join(screen_lines(app.screen))
 
 
 def terminal_text(tab: ShellTab) -> str:

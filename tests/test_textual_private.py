@@ -17,7 +17,7 @@ PRIVATE_USE = re.compile(
     r"(from|import)\s+textual(\.\w+)*\._\w"
     r"|from\s+textual[\w.]*\s+import\s+[^\n]*\b_[a-z]\w*"
     r"|textual\.\w+\.[A-Z_]+\s*=[^=]"
-    r"|\bapp\._(notifications|driver)\b"
+    r"|\bapp\._(notifications|driver|keymap)\b|\._compositor\b"
 )
 
 

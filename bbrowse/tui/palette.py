@@ -21,6 +21,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from bbrowse.tui.textual_private import keymap_of
+
 
 @dataclass(frozen=True)
 class PaletteCommand:
@@ -80,7 +82,8 @@ def key_label(node: DOMNode, binding: Binding) -> str:
     A key bound only as the character a terminal without the kitty protocol sends for another key (alt+2
     arrives as `™` in xterm and tmux) is left out when the binding has a key that says it better."""
     app = node.app
-    keys = [key.strip() for key in (app._keymap.get(binding.id, binding.key) if binding.id else binding.key).split(",")]
+    in_force = keymap_of(app).get(binding.id, binding.key) if binding.id else binding.key
+    keys = [key.strip() for key in in_force.split(",")]
     plain = [key for key in keys if not _stand_in(key)] or keys
     labels: list[str] = []
     for key in plain:

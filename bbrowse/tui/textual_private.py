@@ -34,9 +34,12 @@ from textual.keys import _character_to_key, _get_unicode_name_from_key
 from textual.widgets._footer import FooterKey, FooterLabel
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from textual.app import App
     from textual.driver import Driver
     from textual.notifications import Notification
+    from textual.screen import Screen
 
 #: The Textual release every name here was read against (the exact pin of pyproject.toml).
 WRITTEN_FOR = "8.2.8"
@@ -51,7 +54,9 @@ __all__ = [
     "XTermParser",
     "character_to_key",
     "driver_of",
+    "keymap_of",
     "notifications",
+    "screen_lines",
     "set_escape_delay",
     "set_screen_update_period",
     "unicode_name_from_key",
@@ -77,6 +82,16 @@ unicode_name_from_key = _get_unicode_name_from_key
 def driver_of(app: App) -> Driver | None:
     """The app's driver while it runs (None before and after)."""
     return app._driver
+
+
+def keymap_of(app: App) -> Mapping[str, str]:
+    """Binding id → key(s) the app's keymap gives (`App.set_keymap`; Textual keeps it in a private dict)."""
+    return app._keymap
+
+
+def screen_lines(screen: Screen) -> list[str]:
+    """The text of every row the screen shows now, as composed for the terminal (tests read it)."""
+    return ["".join(segment.text for segment in strip) for strip in screen._compositor.render_strips()]
 
 
 def notifications(app: App) -> list[Notification]:

@@ -13,6 +13,7 @@ from textual.widgets import Static
 from bbrowse.client import BrowserClient, ClientError
 from bbrowse.tui.app_services import services
 from bbrowse.tui.key_hints import hint_text
+from bbrowse.tui.textual_private import keymap_of
 
 
 class SessionPane(Vertical):
@@ -97,5 +98,5 @@ class HintLine(Static):
         self.refresh()
 
     def render(self) -> Text:
-        hint = hint_text(self.hint, self.app._keymap)  # the keymap Textual applies to the bindings
+        hint = hint_text(self.hint, keymap_of(self.app))
         return Text(fit_hint(hint, self.content_region.width or 10_000), no_wrap=True)

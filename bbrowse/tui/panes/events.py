@@ -36,6 +36,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
@@ -43,7 +44,9 @@ from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError
 from bbrowse.client.telemetry import RawEvent, is_error, summary
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.panes.base import SessionPane
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.wire import Replay
 from bbrowse.wire.telemetry import (
     TelemetryCategoriesConfig,
@@ -63,6 +66,9 @@ FRAME_STEP = 0.1
 DRAW_SECONDS = 1 / 30
 #: A request is looked for this many events back from its response (detail view).
 REQUEST_LOOKBACK = 200_000
+#: The keys the status line names, by binding id (`key_hints`): a remapped key shows as remapped.
+HINT = ("{events.follow} follow · {events.category} category · {events.errors} errors · {events.search} filter · "
+        "{events.detail} details · {events.copy} copy · {events.frame} frame")
 
 
 def event_time(envelope: TelemetryEnvelope) -> str:
@@ -204,17 +210,19 @@ class EventsPane(SessionPane):
     EventsPane #events-frame.active { display: block; }
     """
 
+    #: The view's state: changing one redraws what shows it (the watchers below).
+    category: var[str | None] = var(None, init=False)
+    errors_only: var[bool] = var(False, init=False)
+    pattern: var[re.Pattern[str] | None] = var(None, init=False)
+    following: var[bool] = var(True, init=False)
+    ended: var[str | None] = var(None, init=False)
+
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
         #: Every event received (up to MAX_EVENTS); `shown` is the same list while no filter is set.
         self.events: list[RawEvent] = []
         self.shown: list[RawEvent] = self.events
-        self.category: str | None = None
-        self.errors_only = False
-        self.pattern: re.Pattern[str] | None = None
-        self.following = True
         self.unseen = 0
-        self.ended: str | None = None
         self._inbox: deque[list[RawEvent]] = deque()
         self._in_flight = False
         self._drawn_at = 0.0
@@ -319,16 +327,29 @@ class EventsPane(SessionPane):
     @on(StreamEnded)
     def _ended(self, message: StreamEnded) -> None:
         self.ended = message.error or "the session has ended: these are its kept events"
+
+    def watch_category(self) -> None:
+        self._refilter()
+
+    def watch_errors_only(self) -> None:
+        self._refilter()
+
+    def watch_pattern(self) -> None:
+        self._refilter()
+
+    def watch_following(self, following: bool) -> None:
+        self.unseen = 0
+        if following:
+            self.query_one(EventList).set_rows(self.shown, follow=True)
+        self._draw_status()
+
+    def watch_ended(self) -> None:
         self._draw_status()
 
     @on(EventList.CursorMoved)
     def _cursor_moved(self) -> None:
         events = self.query_one(EventList)
-        following = events.cursor >= len(events.rows) - 1  # moving up pauses, End follows again (as less +F)
-        if following != self.following:
-            self.following = following
-            self.unseen = 0
-            self._draw_status()
+        self.following = events.cursor >= len(events.rows) - 1  # moving up pauses, End follows again (as less +F)
         if self.query_one("#events-detail").has_class("active"):
             self._draw_detail()
 
@@ -341,7 +362,6 @@ class EventsPane(SessionPane):
             self.notify(f"Not a regular expression: {exc}", severity="warning")
             return
         event.input.remove_class("active")
-        self._refilter()
         self.query_one(EventList).focus()
 
     def on_key(self, event) -> None:
@@ -395,8 +415,9 @@ class EventsPane(SessionPane):
         if self.ended:
             parts.append(self.ended)
         if not self.events and not (self.ended or getattr(self.screen, "ended", False)):
-            parts.append("no events yet: t records this session's console, network and page events")
-        parts.append("space follow · f category · e errors · / filter · enter details · c copy · v frame")
+            parts.append(hint_text("no events yet: {events.telemetry_on} records this session's console, network "
+                                   "and page events", keymap_of(self.app)))
+        parts.append(hint_text(HINT, keymap_of(self.app)))
         self.query_one("#events-status", Static).update(" · ".join(parts), layout=False)  # one line, always
 
     def _draw_detail(self) -> None:
@@ -464,18 +485,12 @@ class EventsPane(SessionPane):
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following
-        if self.following:
-            self.unseen = 0
-            self.query_one(EventList).set_rows(self.shown, follow=True)
-        self._draw_status()
 
     def action_cycle_category(self) -> None:
         self.category = CATEGORY_CYCLE[(CATEGORY_CYCLE.index(self.category) + 1) % len(CATEGORY_CYCLE)]
-        self._refilter()
 
     def action_toggle_errors(self) -> None:
         self.errors_only = not self.errors_only
-        self._refilter()
 
     def action_search(self) -> None:
         search = self.query_one("#events-search", Input)
@@ -488,7 +503,6 @@ class EventsPane(SessionPane):
         if detail.has_class("active"):
             self.following = False
             self._draw_detail()
-            self._draw_status()
 
     def action_copy(self) -> None:
         item = self.query_one(EventList).selected()
