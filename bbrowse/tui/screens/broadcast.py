@@ -17,15 +17,21 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.reactive import var
 from textual.widgets import Static
 
 from bbrowse.client import ClientError
 from bbrowse.tui.app_services import services
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.shell_session import ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser
+
+#: How the state line names the switch, by binding id (a remapped key shows as remapped).
+SWITCH_HINT = "{terminal.leave} then {broadcast.toggle}"
 
 
 class BroadcastTerminal(TerminalView):
@@ -138,6 +144,9 @@ class BroadcastScreen(BbrowseScreen):
         Binding("escape", "back", "Close", id="broadcast.back"),
     ]
 
+    #: Whether a key goes to every shell; the state line says it (its watcher).
+    broadcasting: var[bool] = var(True, init=False)
+
     DEFAULT_CSS = """
     BroadcastScreen #broadcast-state { height: 1; padding: 0 1; }
     BroadcastScreen #broadcast-state.-on { background: $error; color: $text; text-style: bold; }
@@ -149,7 +158,6 @@ class BroadcastScreen(BbrowseScreen):
     def __init__(self, browsers: Sequence[Browser]) -> None:
         super().__init__()
         self.browsers = list(browsers)
-        self.broadcasting = True
         self.terminals = [BroadcastTerminal(b) for b in self.browsers]
         self._picked = 0
 
@@ -176,19 +184,23 @@ class BroadcastScreen(BbrowseScreen):
             line.set_class(False, "-on")
             line.set_class(True, "-off")
             return
+        keymap = keymap_of(self.app)
+        switch = hint_text(SWITCH_HINT, keymap)
         if self.broadcasting:
-            text = f"BROADCAST ON · every key goes to {running} of {len(self.terminals)} shells · ctrl+] then b: off"
+            text = f"BROADCAST ON · every key goes to {running} of {len(self.terminals)} shells · {switch}: off"
         else:
-            text = "broadcast off · keys go to the focused shell only · ctrl+] then b: on"
+            text = f"broadcast off · keys go to the focused shell only · {switch}: on"
         if self.focused is None and self.terminals:
-            text += f" · enter: into {self.terminals[self._picked].label}"
+            text += f" · {hint_text('{broadcast.enter}', keymap)}: into {self.terminals[self._picked].label}"
         line.update(text)
         line.set_class(self.broadcasting, "-on")
         line.set_class(not self.broadcasting, "-off")
 
+    def watch_broadcasting(self) -> None:
+        self.show_state()
+
     def action_toggle_broadcast(self) -> None:
         self.broadcasting = not self.broadcasting
-        self.show_state()
 
     def action_enter_terminal(self) -> None:
         if self.terminals:

@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.reactive import var
 from textual.widgets import DataTable, Input, Static
 
 from bbrowse.client import ClientError
@@ -100,6 +101,9 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         Binding("q", "app.quit", "Quit", id="sessions.quit"),
     ]
 
+    #: Ended (deleted) sessions are listed too (`a`): their replays and events are kept.
+    show_ended: var[bool] = var(False, init=False)
+
     def __init__(
         self,
         browsers: Iterable[Browser] | None = None,
@@ -122,8 +126,6 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         self._deleted_here: set[str] = set()
         #: When the table last matched the service (shown while the service does not answer).
         self._fresh_at: datetime | None = None
-        #: Ended (deleted) sessions are listed too (`a`): their replays and events are kept.
-        self.show_ended = False
         #: Ids of the sessions selected (`space`) for actions on many at once; the wall shares it.
         self.selection: set[str] = set()
 
@@ -316,8 +318,10 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         self._poller.poke()
 
     def action_toggle_ended(self) -> None:
-        """List ended sessions too, or active ones only again (the ended leaving the list are no news)."""
         self.show_ended = not self.show_ended
+
+    def watch_show_ended(self) -> None:
+        """List ended sessions too, or active ones only again (the ended leaving the list are no news)."""
         self._loaded = False
         self.notify("Showing ended sessions too" if self.show_ended else "Showing active sessions only",
                     timeout=3)
