@@ -9,12 +9,14 @@ from pathlib import Path
 
 from app_support import PaneScreen
 from textual import events
+from textual.widgets import Static
 
 from bbrowse.config import defaults
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.base import HintLine
 from bbrowse.tui.panes.files import HINT as FILES_HINT
 from bbrowse.tui.panes.logs import LogsPane
+from bbrowse.tui.screens.sessions import SessionsScreen
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "key_tables.py"
 
@@ -54,3 +56,21 @@ async def test_hint_lines_show_the_keys_a_remap_in_the_configuration_gives() -> 
         await pilot.pause()
         bound = app.screen.active_bindings  # the key the hint names is the one that works
         assert bound["ctrl+o"].binding.action == "open" and "o" not in bound
+
+
+class EmptySessionsApp(BbrowseApp):
+    """The real app with `[keys]` remaps, showing an empty sessions table without a service."""
+
+    def on_mount(self, event: events.Mount) -> None:
+        event.prevent_default()  # the base class would connect to a service
+        self._apply_keymap()
+        self.push_screen(SessionsScreen([], live=False), callback=None)
+
+
+async def test_a_message_that_names_a_key_names_the_remapped_one() -> None:
+    settings = defaults().model_copy(update={"keys": {"sessions.create": "c", "app.help": "f1"}})
+    app = EmptySessionsApp(target=None, settings=settings)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        empty = str(app.screen.query_one("#sessions-empty", Static).render())
+        assert "Press c to create one, f1 for help." in empty, empty

@@ -42,8 +42,10 @@ from bbrowse.client.screencast import Screencast
 from bbrowse.transfer import save_bytes
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.panes.base import HintLine, SessionPane
 from bbrowse.tui.remote_input import RemoteInput
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.image_view import ImageView, decode_image
 from bbrowse.wire import ScreenshotRegion
 
@@ -269,7 +271,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
                           id="shot-region")
         yield self._region_error
         yield self._error_box
-        yield Static("No screenshot yet. Press space to capture, a for a live view.", id="shot-empty", markup=False)
+        yield Static(hint_text("No screenshot yet. Press {screenshot.capture} to capture, {screenshot.live} for a live "
+                               "view.", keymap_of(self.app)), id="shot-empty", markup=False)
         yield self._view
         yield self._hint
 
@@ -690,7 +693,8 @@ class ScreenshotPane(SessionPane, can_focus=True):
             self._capture_for_saving()
             return
         if self.png is None:
-            self.notify("Capture a screenshot first (space)", severity="warning")
+            self.notify(hint_text("Capture a screenshot first ({screenshot.capture})", keymap_of(self.app)),
+                        severity="warning")
             return
         self._ask_where(self.png, self.captured_at or datetime.now())
 

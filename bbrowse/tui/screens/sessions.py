@@ -23,11 +23,13 @@ from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, duration, relative_time
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.polling import Poller
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.selection import SelectionActions
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser, SessionStatusFilter
 
@@ -254,9 +256,11 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         if not self._loaded:
             empty.update("Loading sessions…")
         elif self._browsers:
-            empty.update("No session matches the filter. Press esc to clear it, / to change it.")
+            empty.update(hint_text("No session matches the filter. Press {sessions.clear_filter} to clear it, "
+                                   "{sessions.filter} to change it.", keymap_of(self.app)))
         else:
-            empty.update("No browser sessions yet.\n\nPress n to create one, ? for help.")
+            empty.update(hint_text("No browser sessions yet.\n\nPress {sessions.create} to create one, {app.help} for "
+                                   "help.", keymap_of(self.app)))
 
     def _keep_focus_in_view(self) -> None:
         """The keyboard goes to the table when it is shown, and never stays on a hidden widget.
