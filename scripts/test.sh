@@ -5,11 +5,14 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/lint-imports
-.venv/bin/mypy
-# Meanwhile, in the background: does the install resolve to wheels on macOS and Linux, arm and x86
-# (scripts/check_install.py; skipped with a message when the package index cannot be reached)?
+# Meanwhile, in the background and behind the tests (niced: they use the CPU the tests leave): the type check, and
+# does the install resolve to wheels on macOS and Linux, arm and x86 (scripts/check_install.py; skipped with a
+# message when the package index cannot be reached)?
+mypy_log=$(mktemp)
+nice -n 10 .venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_check=$!
 install_log=$(mktemp)
-.venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
+nice -n 10 .venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
 install_check=$!
 # Two workers, a test file each at a time: most tests wait on a browser, a PTY or the network, so two
 # keep both cores of a CI machine busy (each worker starts its own services; files keep their fixtures).
@@ -18,6 +21,14 @@ install_check=$!
 status=0
 .venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
   "$@" || status=$?
+mypy_status=0
+wait "$mypy_check" || mypy_status=$?
+cat "$mypy_log"
+rm -f "$mypy_log"
+if [ "$mypy_status" != 0 ]; then
+  echo "type check failed (above)" >&2
+  [ "$status" != 0 ] || status=$mypy_status
+fi
 install_status=0
 wait "$install_check" || install_status=$?
 cat "$install_log"
