@@ -33,7 +33,7 @@ from bbrowse.client.errors import ConnectionLost
 from bbrowse.client.logs import LIVE, RECONNECTING, STALLED, LogGap
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.base import Dialog
-from bbrowse.tui.panes.base import HintLine, SessionPane
+from bbrowse.tui.panes.base import HintLine, SessionPane, answer
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
@@ -66,6 +66,13 @@ class LogTarget:
         """A file-name-safe short name: the program, or the file's base name."""
         base = self.name if self.source is LogSource.SUPERVISOR else posixpath.basename(self.name.rstrip("/"))
         return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "log"
+
+
+@dataclass
+class ProgramsListed(Message):
+    """The supervised programs the open-log form offers, or why the service gave none."""
+
+    names: list[str] | ClientError
 
 
 class SupervisorLogsUnavailable(Message):
@@ -258,15 +265,18 @@ class OpenLogScreen(Dialog[LogTarget | None]):
 
     @work(exclusive=True, group="open-log-programs")
     async def _load_programs(self) -> None:
-        programs = self.query_one("#open-log-programs", OptionList)
-        try:
-            names = await self.client.logs.supervisors(self.session_id)
-        except ClientError as error:
+        self.post_message(ProgramsListed(await answer(self.client.logs.supervisors(self.session_id))))
+
+    @on(ProgramsListed)
+    def _programs_listed(self, message: ProgramsListed) -> None:
+        names = message.names
+        if isinstance(names, ClientError):
             self.query_one("#open-log-error", Static).update(
-                f"No list of supervised programs ({describe_error(error)}); open a file instead."
+                f"No list of supervised programs ({describe_error(names)}); open a file instead."
             )
             self.query_one("#source-path", RadioButton).value = True
             return
+        programs = self.query_one("#open-log-programs", OptionList)
         programs.add_options(names)
         if names:
             programs.highlighted = names.index(DEFAULT_PROGRAM) if DEFAULT_PROGRAM in names else 0

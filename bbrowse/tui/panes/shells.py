@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from bbrowse.client import BrowserClient, ClientError, LinkStalled, NotFound, SessionGone, VmGoingAway
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.shell_session import ShellRecord, ShellRecords, ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
+from bbrowse.tui.textual_private import keymap_of
 
 GONE_BANNER = (b"\r\n\x1b[0m\x1b[1;7m the session was deleted \xe2\x80\x94 nothing to restart here;"
                b" esc: back to the sessions \x1b[0m")
@@ -205,8 +209,23 @@ class ShellTab(TabPane):
             await self.detach()
 
 
-EMPTY_HINT = "No shell open. Press t or enter for a new one."
+#: By binding id (`key_hints`): a remapped key shows as remapped.
+EMPTY_HINT = "No shell open. Press {shells.new} or {shells.focus} for a new one."
 OPENING_HINT = "Opening the shell (or reattaching those still running)…"
+
+
+@dataclass
+class ShellsFound(Message):
+    """The shells of this session still running (to reattach), found when the pane opened."""
+
+    alive: list[ShellRecord]
+
+
+@dataclass
+class ShellClosed(Message):
+    """A shell was closed (hung up): its tab goes."""
+
+    tab: ShellTab
 
 
 class ShellsPane(SessionPane, can_focus=True):
@@ -241,8 +260,7 @@ class ShellsPane(SessionPane, can_focus=True):
 
     @work(exclusive=True, group="shells-open")
     async def _open_shells(self) -> None:
-        """Reattach the shells of this session still running (left by a session screen since closed),
-        else open a new one."""
+        """Find the shells of this session still running (left by a session screen since closed)."""
         client = self.client
         alive = []
         started = time.monotonic()
@@ -255,17 +273,20 @@ class ShellsPane(SessionPane, can_focus=True):
                 alive.append(record)
             else:
                 self.records.remove(client.base_url, self.session_id, record.process_id)
-        if not self.is_attached:
-            return
-        self.query_one("#shells-empty", Static).update(EMPTY_HINT)
         self.log(f"shells: {len(alive)} to reattach, checked in {time.monotonic() - started:.2f} s")
-        if not alive:
+        self.post_message(ShellsFound(alive))
+
+    @on(ShellsFound)
+    async def _shells_found(self, message: ShellsFound) -> None:
+        """Reattach the shells still running, else open a new one."""
+        self.query_one("#shells-empty", Static).update(hint_text(EMPTY_HINT, keymap_of(self.app)))
+        if not message.alive:
             await self._add_tab(focus=False)  # the session screen decides where the keyboard starts
             return
-        for record in alive:
+        for record in message.alive:
             await self._add_tab(record, focus=False)
-        self.notify(f"{len(alive)} shell{'s' if len(alive) != 1 else ''} still running, reattached",
-                    title="Shells", timeout=4)
+        count = len(message.alive)
+        self.notify(f"{count} shell{'s' if count != 1 else ''} still running, reattached", title="Shells", timeout=4)
 
     @property
     def _tabs(self) -> TabbedContent:
@@ -311,11 +332,16 @@ class ShellsPane(SessionPane, can_focus=True):
             if not await self.app.push_screen_wait(ConfirmScreen(question, "Close")):
                 return
         await tab.close()
+        self.post_message(ShellClosed(tab))
+
+    @on(ShellClosed)
+    async def _shell_closed(self, message: ShellClosed) -> None:
+        tab = message.tab
         if tab.is_attached and tab.id is not None:
             await self._tabs.remove_pane(tab.id)
         self._sync_empty()
         if not self.query(ShellTab):
-            self.focus()  # the hint says t or enter; both work from here
+            self.focus()  # the hint names t and enter; both work from here
 
     def focus_default(self) -> None:
         """Called when the tab is entered: straight into the active terminal (a new shell when none is open)."""
