@@ -9,10 +9,11 @@ from pathlib import Path
 
 from app_support import PaneScreen
 from textual import events
-from textual.widgets import Static
+from textual.widgets import Button, Static
 
 from bbrowse.config import defaults
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.panes.base import HintLine
 from bbrowse.tui.panes.files import HINT as FILES_HINT
 from bbrowse.tui.panes.logs import LogsPane
@@ -68,9 +69,12 @@ class EmptySessionsApp(BbrowseApp):
 
 
 async def test_a_message_that_names_a_key_names_the_remapped_one() -> None:
-    settings = defaults().model_copy(update={"keys": {"sessions.create": "c", "app.help": "f1"}})
+    settings = defaults().model_copy(update={"keys": {"sessions.create": "c", "app.help": "f1", "confirm.yes": "j"}})
     app = EmptySessionsApp(target=None, settings=settings)
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         empty = str(app.screen.query_one("#sessions-empty", Static).render())
         assert "Press c to create one, f1 for help." in empty, empty
+        app.push_screen(ConfirmScreen("Delete 2 sessions?", "Delete"))
+        await pilot.pause()
+        assert str(app.screen.query_one("#confirm-yes", Button).label) == "Delete (j)"

@@ -12,13 +12,22 @@ from __future__ import annotations
 from typing import TypeVar
 
 from textual import events, on
+from textual.app import App
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input
+
+from bbrowse.tui.key_hints import hint_text
+from bbrowse.tui.textual_private import keymap_of
 
 #: Below this many rows the dialogs are compact.
 SHORT_ROWS = 32
 
 ResultType = TypeVar("ResultType")
+
+
+def button_label(app: App, label: str, binding_id: str) -> str:
+    """A button's label with the key that presses it in force: `Create (ctrl+s)`, or as `[keys]` remapped it."""
+    return f"{label} ({hint_text('{' + binding_id + '}', keymap_of(app))})"
 
 
 class Dialog(ModalScreen[ResultType]):

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
-from bbrowse.tui.dialogs.base import Dialog
+from bbrowse.tui.dialogs.base import Dialog, button_label
 
 
 class ConfirmScreen(Dialog[bool]):
@@ -25,8 +25,9 @@ class ConfirmScreen(Dialog[bool]):
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="dialog-question", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button(f"{self.confirm_label} (y)", variant="error", id="confirm-yes")
-                yield Button("Cancel (n)", id="confirm-no")
+                yes = button_label(self.app, self.confirm_label, "confirm.yes")
+                yield Button(yes, variant="error", id="confirm-yes")
+                yield Button(button_label(self.app, "Cancel", "confirm.no"), id="confirm-no")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

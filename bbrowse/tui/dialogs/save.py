@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
-from bbrowse.tui.dialogs.base import Dialog
+from bbrowse.tui.dialogs.base import Dialog, button_label
 from bbrowse.tui.saving import download_dir, free_name, resolve_target
 
 
@@ -49,7 +49,7 @@ class SaveScreen(Dialog[Path | None]):
             yield Static("", id="save-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (enter)", variant="primary", id="save-ok")
-                yield Button("Cancel (esc)", id="save-cancel")
+                yield Button(button_label(self.app, "Cancel", "save.cancel"), id="save-cancel")
 
     def on_mount(self) -> None:
         field = self.query_one("#save-path", Input)

@@ -32,7 +32,7 @@ from bbrowse.client import BrowserClient, ClientError
 from bbrowse.client.errors import ConnectionLost
 from bbrowse.client.logs import LIVE, RECONNECTING, STALLED, LogGap
 from bbrowse.tui.app_services import describe_error, services, settings_of
-from bbrowse.tui.dialogs.base import Dialog
+from bbrowse.tui.dialogs.base import Dialog, button_label
 from bbrowse.tui.panes.base import HintLine, SessionPane, answer
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
@@ -251,8 +251,8 @@ class OpenLogScreen(Dialog[LogTarget | None]):
             yield Input(str(DEFAULT_HISTORY), id="open-log-history", type="integer")
             yield Static("", id="open-log-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Open (ctrl+s)", variant="primary", id="open-log-open")
-                yield Button("Cancel (esc)", id="open-log-cancel")
+                yield Button(button_label(self.app, "Open", "logs_open.submit"), variant="primary", id="open-log-open")
+                yield Button(button_label(self.app, "Cancel", "logs_open.cancel"), id="open-log-cancel")
 
     def on_mount(self) -> None:
         if self.files_only:

@@ -23,7 +23,7 @@ from bbrowse.session_options import (
     check_timeout,
 )
 from bbrowse.tui.app_services import describe_error, services
-from bbrowse.tui.dialogs.base import Dialog
+from bbrowse.tui.dialogs.base import Dialog, button_label
 from bbrowse.wire import Browser
 
 __all__ = ["CreateSessionScreen", "check_start_url", "check_timeout"]
@@ -54,8 +54,8 @@ class CreateSessionScreen(Dialog[Browser | None]):
                     yield Label("Headless")
             yield Static("", id="create-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Create (ctrl+s)", variant="primary", id="create")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button(button_label(self.app, "Create", "create.submit"), variant="primary", id="create")
+                yield Button(button_label(self.app, "Cancel", "create.cancel"), id="cancel")
 
     _creating = False
 

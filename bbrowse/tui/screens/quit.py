@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
-from bbrowse.tui.dialogs.base import Dialog
+from bbrowse.tui.dialogs.base import Dialog, button_label
 
 QuitChoice = Literal["stop", "keep"]
 
@@ -46,9 +46,9 @@ class QuitScreen(Dialog[QuitChoice | None]):
                 classes="dialog-question", id="quit-question", markup=False,
             )
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Quit and stop (y)", variant="error", id="quit-stop")
-                yield Button("Keep running (k)", variant="primary", id="quit-keep")
-                yield Button("Stay (n)", id="quit-cancel")
+                yield Button(button_label(self.app, "Quit and stop", "quit.stop"), variant="error", id="quit-stop")
+                yield Button(button_label(self.app, "Keep running", "quit.keep"), variant="primary", id="quit-keep")
+                yield Button(button_label(self.app, "Stay", "quit.cancel"), id="quit-cancel")
 
     def on_mount(self) -> None:
         self.query_one("#quit-cancel", Button).focus()
