@@ -33,7 +33,9 @@ from bbrowse.client.errors import ConnectionLost
 from bbrowse.client.logs import LIVE, RECONNECTING, STALLED, LogGap
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.base import Dialog, button_label
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.panes.base import HintLine, SessionPane, answer
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.log_view import LogPanel, LogView
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogSource
 
@@ -84,8 +86,9 @@ class SupervisorLogsUnavailable(Message):
         self.target = target
 
 
+#: By binding id (`key_hints`), as every text here that names a key.
 UNAVAILABLE_NOTE = ("This service keeps no supervisor logs (as Kernel's VM): its programs log to files. "
-                    "Press o and choose a file on the instance.")
+                    "Press {logs.open} and choose a file on the instance.")
 
 
 async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, target: LogTarget, *,
@@ -142,8 +145,9 @@ async def follow_log(panel: LogPanel, client: BrowserClient, session_id: str, ta
         return
     # The service said once that it has no such log and ended the stream (Kernel's VM).
     if target.source is LogSource.SUPERVISOR and last.strip() == LOGS_SOURCE_NOT_AVAILABLE:
-        feed.state("not available on this service: o opens a file log")
-        feed.note([UNAVAILABLE_NOTE])
+        keymap = keymap_of(panel.app)
+        feed.state(hint_text("not available on this service: {logs.open} opens a file log", keymap))
+        feed.note([hint_text(UNAVAILABLE_NOTE, keymap)])
         panel.post_message(SupervisorLogsUnavailable(target))
     else:
         feed.state(f"stopped: {last.strip()}" if last else "stopped")
@@ -362,7 +366,8 @@ class LogsPane(SessionPane, can_focus=True):
     def compose(self) -> ComposeResult:
         yield HintLine(HINT, id="logs-hint")
         yield Static(
-            "No log open.\nPress o to open one: a supervised program (bbrowse, chromium, …) or a file on the instance.",
+            hint_text("No log open.\nPress {logs.open} to open one: a supervised program (bbrowse, chromium, …) or a "
+                      "file on the instance.", keymap_of(self.app)),
             id="logs-empty", markup=False,
         )
         yield Horizontal(id="logs-panels")
@@ -446,7 +451,8 @@ class LogsPane(SessionPane, can_focus=True):
         event.stop()
         if not self.supervisor_logs_unavailable:
             self.supervisor_logs_unavailable = True
-            self.notify(UNAVAILABLE_NOTE, title=f"No supervisor log {event.target.name}", timeout=10, markup=False)
+            note = hint_text(UNAVAILABLE_NOTE, keymap_of(self.app))
+            self.notify(note, title=f"No supervisor log {event.target.name}", timeout=10, markup=False)
 
     def action_open(self) -> None:
         def opened(target: LogTarget | None) -> None:
