@@ -3,33 +3,10 @@
     output = PtyOutput(client, session_id, process_id, on_output=terminal.feed, size=(rows, cols))
     exit_code = await output.run()          # None: the process is gone and its status with it
 
-Used by the shell pane and `bbrowse shell`. Where the output comes from (`path`):
-
-- `attach` first: the WebSocket `process/{id}/attach`, through the session's VM when the client knows
-  its route. Binary frames are handed to `on_output` as they are, no JSON, no base64. This is the only
-  way Kernel's VM (and `bbrowse serve --kernel-compat`) gives a PTY's output at all.
-- `stream` when attach is refused (409: someone else is attached; a service without the route;
-  any other refusal but a missing process): `stdout/stream`, which `bbrowse serve` fills for PTYs too.
-
-Kernel's VM may end an attach with neither the exit frame nor a close (its PTY reader can win the race
-against the exit, and its handler then waits for the client): while attached, the process's `status`
-is asked every `STATUS_POLL_SECONDS`, and an exit found there ends the run with its code once the
-output still on its way has been read (within a second of the exit). A 409 (the previous attach not
-let go yet: Kernel frees it only after its old handler ended) is retried with backoff for
-`CONFLICT_RETRY_SECONDS` before falling back to `stdout/stream`. A 1001 close (the VM shutting down)
-is raised as `VmGoingAway`, never reconnected. `exited()` tells a caller whose `stdin`, `resize` or
-`kill` failed whether that only says the program is gone (Kernel answers those with 500 then).
-
-A connection that drops (no exit frame) is opened again at once, then with backoff; each time the
-process's `status` is asked first, so an exit that happened meanwhile ends the run with its code
-instead of a reconnect that can never succeed. After a reattach the PTY size is nudged (one column
-less, then back) so full-screen programs repaint: Kernel's VM replays nothing. Where the service does
-replay a backlog (`bbrowse serve`), the part already shown is dropped (`BacklogFilter`).
-
-Resizes go over the attach connection as `{"type":"resize"}` text frames while attached (one frame, no
-request: until the program's SIGWINCH handler answered, p50 0.5-0.9 ms against 3.5-7.5 ms for the
-HTTP call on the same loaded machine, bench/bench_keystroke.py), else through the `resize` operation.
-Keystrokes are not this module's business: they go through `stdin`.
+Used by the shell pane and `bbrowse shell`. The output comes from the `attach` WebSocket (the only way
+Kernel's VM gives a PTY's output), else from `stdout/stream`. Kernel's VM may end an attach with neither
+an exit frame nor a close, so the process's `status` is asked beside it; a dropped connection is opened
+again. Keystrokes are not this module's business: they go through `stdin`. Why: docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -76,7 +53,8 @@ DRAIN_QUIET_SECONDS = 0.1
 DRAIN_MAX_SECONDS = 0.4
 #: The status says the process is gone (no exit code): how long the connection may still say why.
 GONE_GRACE_SECONDS = 1.0
-#: A 409 on attach is retried this long (the previous attach is still being let go) before the stream.
+#: A 409 on attach is retried this long before the stream: Kernel frees the previous attach only after
+#: its old handler ended.
 CONFLICT_RETRY_SECONDS = 4.0
 #: Waits between those retries, then the last one.
 CONFLICT_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8)
@@ -85,6 +63,19 @@ Output = Callable[[bytes], Awaitable[object] | None]
 
 
 class PtyOutput:
+    """Pumps one PTY process's output to `on_output`; `path` says where it comes from.
+
+    - `attach` first: the WebSocket `process/{id}/attach`, through the session's VM when the client knows
+      its route; binary frames go to `on_output` as they are, no JSON, no base64.
+    - `stream` when attach is refused (a service without the route, any refusal but a missing process;
+      a 409 only after `CONFLICT_RETRY_SECONDS`): `stdout/stream`, which `bbrowse serve` fills for PTYs too.
+
+    A dropped connection is opened again at once, then with backoff, the `status` asked first so that an
+    exit meanwhile ends the run with its code. A 1001 close (the VM shutting down) raises `VmGoingAway`,
+    never reconnected. Where the service replays a backlog (`bbrowse serve`), the part already shown is
+    dropped (`BacklogFilter`).
+    """
+
     def __init__(
         self,
         client: BrowserClient,
@@ -132,7 +123,8 @@ class PtyOutput:
     # ------------------------------------------------------------------ size
 
     async def resize(self, rows: int, cols: int) -> None:
-        """Set the PTY size: over the attach connection when there is one, else the `resize` call."""
+        """Set the PTY size: a `{"type":"resize"}` text frame over the attach connection when there is
+        one (no request: quicker to the program's SIGWINCH), else the `resize` call."""
         self.size = (rows, cols)
         term = self._term
         if term is not None:
@@ -142,7 +134,8 @@ class PtyOutput:
         await self.client.processes.resize(self.session_id, self.process_id, rows=rows, cols=cols)
 
     async def _nudge(self, term: AttachSession) -> None:
-        """One column less, then the real size: the program gets SIGWINCH and repaints."""
+        """One column less, then the real size: the program gets SIGWINCH and repaints (after a reattach:
+        Kernel's VM replays nothing)."""
         if self.size is None:
             return
         rows, cols = self.size

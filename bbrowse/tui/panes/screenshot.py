@@ -1,24 +1,11 @@
 """Screenshots of a session's browser: capture now, a live view, interact mode, a region, save.
 
-The live view shows the browser's screen as Chromium pushes it (`Page.startScreencast` through the
-session's `cdp_ws_url`, see `bbrowse.client.screencast`), scaled by Chromium to what the pane can show (PNG
-for half cells: exact colours keep flat areas flat and still rows unchanged; JPEG for larger pictures);
-the next frame is taken only once the last one is drawn, so frames that came meanwhile are dropped,
-never queued, and a still page sends nothing. Where CDP cannot be reached (a proxy that passes no
-WebSocket, an older service), or with a region or an interval, it captures screenshots instead: the next
-when the last is drawn (or, with an interval, that many seconds after the last one started). It runs
-only while the tab is on screen; the status line says which (screencast or polling, and why), frames per
-second, and how long a capture takes. Interact mode (`i`, `esc` leaves) sends the mouse and keyboard to
-the browser: a click on the picture clicks the matching pixel of the page, the wheel scrolls, typed text
-goes through `type` and special keys and chords through `press_key`; a mark shows the browser's mouse.
-
-The picture is drawn inline (kitty/sixel where the terminal has them through textual-image, half-cell
-blocks otherwise with bbrowse's own canvas, which repaints only the rows that changed), scaled to the
-pane with its aspect ratio. A failed capture is shown in the pane with the service's code and message
-and stays there until a capture works, so a live view that stops working says why.
-
-Workers fetch and decode and post typed messages; the `@on` handlers draw. A message reaching a pane
-that is being taken apart draws into widgets it holds, which draws nothing and raises nothing.
+The live view follows the browser's screencast (`bbrowse.client.screencast`), or captures screenshots where
+CDP cannot be reached and with a region or an interval. It runs only while the tab is on screen and takes
+the next frame only once the last one is drawn (frames meanwhile are dropped, never queued); the status
+line says which source and why. A failed capture stays in the pane with the service's code and message
+until a capture works, so a live view that stops working says why. Workers fetch and decode and post
+typed messages; the `@on` handlers draw (into widgets the pane holds, so a late message draws nothing).
 """
 
 from __future__ import annotations
@@ -412,7 +399,10 @@ class ScreenshotPane(SessionPane, can_focus=True):
 
     async def _follow_screencast(self) -> None:
         """Draw pushed frames until the live view stops, the tab is hidden or polling is asked for; raises
-        ScreencastUnavailable when CDP cannot be reached or drops."""
+        ScreencastUnavailable when CDP cannot be reached or drops.
+
+        Chromium scales the frames to what the pane can show: PNG for half cells (exact colours keep flat
+        areas flat and still rows unchanged), JPEG for larger pictures. A still page sends nothing."""
         wanted = self.view.frame_pixels()
         cast = Screencast(self.client, self.session_id, max_width=wanted[0] if wanted else None,
                           max_height=wanted[1] if wanted else None, quality=SCREENCAST_QUALITY,
@@ -607,7 +597,10 @@ class ScreenshotPane(SessionPane, can_focus=True):
     # interact mode ------------------------------------------------------------
 
     def action_interact(self) -> None:
-        """Send the mouse and keyboard to the browser (the live view starts too); esc leaves."""
+        """Send the mouse and keyboard to the browser (the live view starts too); esc leaves.
+
+        A click on the picture clicks the matching pixel of the page, the wheel scrolls, typed text goes
+        through `type`, special keys and chords through `press_key`; a mark shows the browser's mouse."""
         if self.remote is None:
             self.remote = RemoteInput(self.client.computer, self.session_id, on_error=self._input_failed)
         self._set_live(True)

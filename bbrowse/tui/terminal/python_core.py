@@ -1,24 +1,9 @@
 """`PythonCore`: the terminal core in pure Python, where libghostty (pyghostty) has no wheel (macOS)
 or is turned off (`BBROWSE_TERMINAL_CORE=python`). Same interface as `GhosttyCore` (`core.py`).
 
-It speaks the xterm dialect that `TERM=xterm-256color` programs use: cursor motion, scroll regions,
-insert/delete, erase with the background colour, 16/256/true colour and the SGR attributes, wide and
-combining characters, DEC line drawing, the alternate screen (47/1047/1049) with the main screen and
-cursor coming back on exit, the key modes (DECCKM, keypad, bracketed paste, modifyOtherKeys, the
-kitty keyboard flags), mouse and focus mode flags, answers to the queries programs send (DSR/CPR,
-DA, DECRQM, window size, the kitty keyboard flags), titles (OSC 0/2), a bounded scrollback for the
-main screen, and reflow of the main screen on resize, checked against tmux (why not pyte or bittty:
-docs/terminal.md). Kitty graphics and DECRQSS are not implemented.
-
-Why it is fast:
-- tokenising happens in C: output with no escape sequence is split on CR LF with `str.split`, the
-  rest with one `re.split` into text runs and sequences; printable runs are written with list slice
-  assignment, so a line of text costs a handful of Python operations, not one per character;
-- rows are objects that move on scroll (a scroll is a list pop and append, the row goes to the
-  scrollback as is, and the row the scrollback drops becomes the new blank line);
-- SGR parses are memoised; a row becomes styled runs only when it changed and is drawn;
-- a flood that would scroll out of both the screen and the history is not drawn: the widget asks
-  `skippable_prefix` (`flood.py`), as with libghostty.
+It speaks the xterm dialect that `TERM=xterm-256color` programs use, checked against tmux; kitty
+graphics and DECRQSS are not implemented. What it covers, and why it is fast enough (tokenising in C,
+rows that move on scroll, memoised SGR, the widget's flood shortcut): docs/terminal.md, "The Python core".
 """
 
 from __future__ import annotations
@@ -169,7 +154,12 @@ class _SavedCursor:
 
 
 class PythonCore(TerminalCore):
-    """The state of one terminal: screens, cursor, modes, scrollback; fed with the PTY's bytes."""
+    """The state of one terminal: screens, cursor, modes, scrollback; fed with the PTY's bytes.
+
+    Output with no escape sequence is split on CR LF with `str.split`, the rest with one `re.split` into
+    text runs and sequences; printable runs are written with list slice assignment, so a line of text
+    costs a handful of Python operations, not one per character.
+    """
 
     name = "python"
     label = "Python core"

@@ -1,21 +1,12 @@
 """The file viewer: the first bytes of a remote file as highlighted text, a hex dump, or an image.
 
-A file on the instance may be 500 MB, and `read_file` has no byte ranges: the service sends the
-whole file as fast as the link takes it. So the first read keeps only `FIRST_READ` bytes (a screen and
-more), on a connection of its own with a small receive buffer, drawing as soon as the first block
-arrives, and then closes it: on a slow link the first screen costs that much and no more. `m` (or
-scrolling to the end) loads a further `LOAD_STEP`, up to `MAX_LOADED`; past that, `s` in the files pane
-saves the whole file. A further step reads the file from the start again and drops what is shown.
-
-The read, the highlighting and the image decoding are workers that post what they got (`Block`,
-`Highlighted`, `ImageDecoded`, ...); the viewer's handlers draw it. An open cancels them (they post
-nothing more) and is itself a message the viewer posts to itself, handled after what they had already
-posted: a late reply cannot land in the next file, and one after the viewer is gone is never handled.
-
-Text and hex rows are drawn with Textual's line API (`FileLines.render_line`): only visible rows
-are formatted, so the cost of a frame does not depend on the size of what is loaded. Syntax
-highlighting (Pygments) runs in a thread, first on the opening lines, then on the whole step, and
-replaces the plain rows when it is done: the first screen never waits for it.
+A file on the instance may be 500 MB and `read_file` has no byte ranges, so the first read keeps only
+`FIRST_READ` bytes on a connection of its own with a small receive buffer, then closes it: on a slow link
+the first screen costs that much and no more. `m` (or scrolling to the end) loads a further `LOAD_STEP`
+(read from the start again), up to `MAX_LOADED`; past that, `s` in the files pane saves the whole file.
+Reading, highlighting and decoding are workers that post what they got; the viewer's handlers draw it,
+and an open is itself a message, so a late reply cannot land in the next file. Only visible rows are
+formatted (line API), and highlighting (Pygments, in a thread) never holds up the first screen.
 """
 
 from __future__ import annotations
@@ -187,7 +178,11 @@ def highlight_lines(lines: Sequence[str], language: str) -> list[HighlightedLine
 
 
 class FileLines(ScrollView, can_focus=True):
-    """Rows of the loaded bytes, as numbered text lines or hex dump lines, drawn on demand."""
+    """Rows of the loaded bytes, as numbered text lines or hex dump lines, drawn on demand.
+
+    Only visible rows are formatted (`render_line`), so the cost of a frame does not depend on the size
+    of what is loaded. Highlighted rows replace the plain ones when Pygments is done: first the opening
+    lines, then the whole step."""
 
     DEFAULT_CSS = """
     FileLines { height: 1fr; background: $surface; }
@@ -354,7 +349,11 @@ class FileLines(ScrollView, can_focus=True):
 
 
 class FileViewer(Vertical):
-    """A title line, then the file as text, hex or image; `open_remote` streams, `show_bytes` shows given bytes."""
+    """A title line, then the file as text, hex or image; `open_remote` streams, `show_bytes` shows given bytes.
+
+    An open cancels the workers (they post nothing more) and is itself a message the viewer posts to
+    itself, handled after what they had already posted: a late reply cannot land in the next file, and
+    one after the viewer is gone is never handled."""
 
     DEFAULT_CSS = """
     FileViewer { height: 1fr; }
