@@ -1,20 +1,10 @@
 """After a reconnect, drop the output the service sends again that the client has already shown.
 
-`bbrowse serve` (default mode) starts every new `attach` or `stdout/stream` reader with a backlog:
-the last MiB or so of output. After a dropped connection the client reconnects and would print that
-backlog a second time over a screen that already shows it. Kernel's VM (and `--kernel-compat`) keeps
-no backlog: what comes after a reconnect is all new. The client cannot ask which kind of service it
-has, so it looks: it keeps the tail of what it showed (`RecentOutput`), and after a reconnect holds
-the first output back (`BacklogFilter`) until it can tell whether it begins with a repeat of that tail
-(a backlog: the repeated part is dropped, the rest shown) or not (new output: all of it shown). It
-decides as soon as it has seen as much as it remembers, or when the output pauses (`QUIET_SECONDS`):
-a backlog arrives in one burst, so a pause means it is complete.
-
-Matching: the backlog's repeated part ends where the old output ended, so a repeat is a prefix of
-the new output whose last bytes equal the remembered tail. Candidates are found by searching for the
-last `NEEDLE_BYTES` of the tail and checked against as much of the tail as they cover; the longest
-that checks wins. Output that repeats itself (`yes`) matches at many places: any of them gives the
-same screen, and at most `MAX_CANDIDATES` are checked.
+`bbrowse serve` (default mode) starts every new `attach` or `stdout/stream` reader with a backlog (the
+last MiB or so of output), which after a reconnect would be printed a second time; Kernel's VM (and
+`--kernel-compat`) keeps none. The client cannot ask which kind of service it has, so it looks: it keeps
+the tail of what it showed (`RecentOutput`), and after a reconnect holds the first output back
+(`BacklogFilter`) until it can tell whether that begins with a repeat of the tail.
 """
 
 from __future__ import annotations
@@ -51,7 +41,12 @@ class RecentOutput:
 
 
 class BacklogFilter:
-    """Holds back output after a reconnect until it knows which part repeats `recent` (see module doc)."""
+    """Holds back output after a reconnect until it knows which part repeats `recent`.
+
+    A repeat (a backlog) is dropped and the rest shown; output that is no repeat is shown whole. It
+    decides as soon as it has seen as much as it remembers, or when the output pauses (`QUIET_SECONDS`):
+    a backlog arrives in one burst, so a pause means it is complete.
+    """
 
     def __init__(self, recent: bytes) -> None:
         self._recent = recent
@@ -83,7 +78,12 @@ class BacklogFilter:
 
 
 def _repeated_prefix(recent: bytes, pending: bytes) -> int:
-    """The length of the longest prefix of `pending` that ends with (all it covers of) `recent`; 0 if none."""
+    """The length of the longest prefix of `pending` that ends with (all it covers of) `recent`; 0 if none.
+
+    The backlog's repeated part ends where the old output ended. Candidates are found by searching for the
+    last `NEEDLE_BYTES` of `recent` and checked against as much of it as they cover; the longest that
+    checks wins. Output that repeats itself (`yes`) matches at many places: any of them gives the same
+    screen, and at most `MAX_CANDIDATES` are checked."""
     if not recent or not pending:
         return 0
     needle = recent[-NEEDLE_BYTES:]

@@ -1,20 +1,13 @@
 """Direct routing to a session's VM, as the official Kernel SDK does it (`kernel/lib/browser_routing`).
 
-Kernel's cloud serves a session's `process/*`, `fs/*`, `logs/stream` and `computer/*` from the
-session's own VM, at the Browser object's `base_url`, authenticated by the `jwt` query parameter of
-its `cdp_ws_url` instead of the API key. The SDK sends those calls there, not to the control plane:
+Kernel's cloud serves a session's `process/*`, `fs/*`, `logs/stream` and `computer/*` from the session's
+own VM, at the Browser object's `base_url`, authenticated by the `jwt` of its `cdp_ws_url`:
 
     /browsers/{id}/process/spawn   ->   {base_url}/process/spawn?jwt=<jwt>   (no Authorization header)
 
-The client does the same. Every Browser object it reads (create, get, list) teaches the `RouteCache`
-where that session's VM is; a call to a direct subresource of a session with a known route goes there.
-A session without a `base_url` or without a `jwt` in its `cdp_ws_url` (an older `bbrowse serve`)
-simply has no route: its calls stay on the control plane. A 401/403 from the VM means the jwt was
-refused before anything ran (an expired token, a restarted service): the route is dropped and the
-call is sent once more, to the control plane (see `Transport`). Deleting a session drops its route.
-
-`KERNEL_BROWSER_ROUTING_SUBRESOURCES` (comma-separated, empty for none) overrides which
-subresources go direct, exactly as it does for the SDK.
+Every Browser object the client reads teaches the `RouteCache` where that session's VM is. A session
+without a `base_url` or a `jwt` (an older `bbrowse serve`) has no route: its calls stay on the control
+plane. A route the VM refuses (401/403) is dropped and the call sent once to the control plane (`Transport`).
 """
 
 from __future__ import annotations
@@ -54,6 +47,8 @@ class Route:
 
 
 def subresources_from_env(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What goes direct: `KERNEL_BROWSER_ROUTING_SUBRESOURCES` (comma-separated, empty for none), exactly
+    as for the SDK, else `DEFAULT_SUBRESOURCES`."""
     raw = (os.environ if env is None else env).get(ENV_SUBRESOURCES)
     if raw is None:
         return DEFAULT_SUBRESOURCES

@@ -1,19 +1,11 @@
 """The lines of one log pane: a bounded ring, views over it, and the row layout the pane scrolls through.
 
 Plain classes with no Textual in them, so they are tested (and benchmarked) without an app running.
-
-- `LogBuffer` keeps the last `capacity` lines as plain `str` in a preallocated ring plus one float
-  timestamp each in an `array('d')`: no object per line, so memory is flat once the ring is full
-  (about the text itself + 16 bytes a line) however many lines go through. Every line gets a sequence
-  number (`seq`) that never changes; indexes shift as old lines drop off the front, seqs do not, so
-  caches and the cursor are keyed by seq.
-- A gap marker is an entry like a line (its text says what happened) whose seq is remembered in
-  `gaps`; the pane draws it differently and search skips it.
-- `AllLines` and `MatchIndex` are the two views the pane shows: every entry, or the seqs of the
-  entries matching a query (a filtered view over the buffer, an `array('q')` of seqs, never a copy of
-  the text). `MatchIndex` also drives search (`n`/`N` and the match count). Both speak in absolute
-  positions (`first_pos` .. `end_pos`) that never shift, like seqs.
-- `RowMap` maps rows to entries when entries are several rows tall (wrapped or pretty-printed lines).
+`LogBuffer` keeps the last lines with no object per line, so memory is flat once it is full. Every entry
+has a sequence number (`seq`) that never changes as old lines drop off the front, so caches and the cursor
+are keyed by seq. `AllLines` and `MatchIndex` are the two views the pane shows (every entry, or those
+matching a query, never a copy of the text), in absolute positions that never shift; `RowMap` maps rows
+to entries several rows tall (wrapped or pretty-printed lines).
 """
 
 from __future__ import annotations
@@ -41,7 +33,13 @@ def gap_text(seconds: float) -> str:
 
 
 class LogBuffer:
-    """The last `capacity` lines of a log, each with a timestamp (seconds since the epoch, 0.0 if unknown)."""
+    """The last `capacity` lines of a log, each with a timestamp (seconds since the epoch, 0.0 if unknown).
+
+    Lines are plain `str` in a preallocated ring, timestamps one float each in an `array('d')`: about the
+    text itself + 16 bytes a line, however many lines go through. A gap marker is an entry like a line
+    (its text says what happened) whose seq is remembered in `gaps`; the pane draws it differently and
+    search skips it.
+    """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
@@ -234,7 +232,8 @@ class AllLines:
 
 
 class MatchIndex:
-    """The seqs of the buffer's entries that match `query`: a filtered view and the list of search hits.
+    """The seqs of the buffer's entries that match `query` (an `array('q')`): a filtered view and the list
+    of search hits (`n`/`N` and the match count).
 
     Kept up to date incrementally: `update()` tests only the entries added since the last call and
     forgets the ones that dropped off the buffer, so following a busy log with a filter costs one

@@ -1,17 +1,12 @@
 """`TerminalCore`: the boundary between the shell pane and the terminal emulator behind it.
 
-Two cores implement it, and the widget, the painter and the tests see only this interface:
-
-- `ghostty` (`ghostty_core.py`): libghostty-vt, Ghostty's terminal core, through `pyghostty`, which
-  ships wheels for Linux x86_64 and aarch64 only (so it is installed only there: an environment
-  marker in pyproject.toml);
-- `python` (`python_core.py`): a terminal emulator in pure Python (checked against tmux), on every
-  other platform (macOS) and wherever pyghostty cannot be imported.
-
-`BBROWSE_TERMINAL_CORE=python` (or `ghostty`) forces one; the default (`auto`) takes libghostty when
-it imports. `TerminalCore(cols, rows, scrollback=...)` builds the chosen one (both are subclasses);
-`core_class(name)` names one explicitly; `core_status()` says which is in use and why, for `?` and
-`bbrowse info`.
+Two cores implement it, and the widget, the painter and the tests see only this interface: `ghostty`
+(`ghostty_core.py`: libghostty-vt through `pyghostty`, which has wheels for Linux x86_64 and aarch64 only,
+so it is installed only there: an environment marker) and `python` (`python_core.py`, pure Python, checked
+against tmux) on every other platform and wherever pyghostty cannot be imported.
+`BBROWSE_TERMINAL_CORE=python` (or `ghostty`) forces one; the default (`auto`) takes libghostty when it
+imports. `core_class(name)` names one explicitly; `core_status()` says which is in use and why, for `?`
+and `bbrowse info`.
 """
 
 from __future__ import annotations
@@ -73,15 +68,13 @@ def core_label() -> str:
 class TerminalCore:
     """A terminal of `cols` x `rows` cells with at least `scrollback` lines of history.
 
-    `TerminalCore(...)` returns an instance of the chosen implementation. The interface (each core
-    documents how it does it):
+    `TerminalCore(...)` returns the chosen implementation; its interface (docs/terminal.md says what each does):
 
         feed(data); take_replies() -> bytes; resize(cols, rows); reset(); close()
         cols, rows, cursor, cursor_x, cursor_y, cursor_visible, alternate_screen_active, title
         application_cursor_keys, application_keypad, bracketed_paste, focus_events, mouse_tracking,
         mouse_sgr, synchronized_output, kitty_keyboard_flags, mode(n, ansi=False)
-        encode_key(key, character) -> bytes | None
-        take_dirty() -> set[int]; row(y) -> [(text, (fg, bg, flags)), ...]
+        encode_key(key, character) -> bytes | None; take_dirty() -> set[int]; row(y) -> [(text, style), ...]
         scroll_view(delta) -> offset; scroll_offset; scroll_to_bottom(); scrollback_lines
         display; line_text(y); scrollback_text(); cell(x, y)
         placements(); images_generation                          (kitty graphics; none in Python)

@@ -1,19 +1,11 @@
 """Lines that would scroll away unseen: the one shortcut the pane takes under a flood.
 
 `yes` prints three bytes a line; every line is a scroll, and scrolling is what even a fast terminal
-core does slowest (libghostty: about 10 million lines a second, so 100 MB of `yes` is several
-seconds of work). When the queued output starts with many plain lines, everything before the last
-`keep` of them would scroll out of both the screen and the history before anyone could see it.
-
-`plain_head` finds that head: whole plain lines (printable text, TAB, BS, BEL, CR, LF; no escape
-sequence, no other control), the last one ending in CR LF, followed by at least `keep` more plain
-lines. Dropping it leaves the state drawing it would have left, provided the terminal is between
-sequences and plain lines scroll the whole screen (no scroll region or left/right margins): the kept
-lines overwrite every row with fresh ones and fill the history. `TerminalCore.skippable_prefix`
-checks those conditions on the core before using this.
-
-Everything here runs in C (`bytes.translate`, `find`, `count`): the widget calls it on megabytes of
-backlog between keystrokes.
+core does slowest (libghostty: about 10 million lines a second, so 100 MB of `yes` is several seconds
+of work). When the queued output starts with many plain lines, everything before the last `keep` of
+them would scroll out of both the screen and the history before anyone could see it: `plain_head`
+finds it. Everything here runs in C (`bytes.translate`, `find`, `count`): the widget calls it on
+megabytes of backlog between keystrokes.
 """
 
 from __future__ import annotations
@@ -63,7 +55,12 @@ def line_end_before(data: bytes | bytearray, end: int, count: int) -> int:
 def plain_head(data: bytes | bytearray, keep: int, plain_end: int | None = None) -> int:
     """Bytes at the start of `data` that can be dropped (0 if none): whole plain lines, the last one
     ending in CR LF (so the cursor is at the start of a line whatever came before), followed by at
-    least `keep` more plain lines. `plain_end`, when known, is `first_not_plain(data)`."""
+    least `keep` more plain lines. `plain_end`, when known, is `first_not_plain(data)`.
+
+    A plain line holds printable text, TAB, BS, BEL, CR and LF only. Dropping the head leaves the state
+    drawing it would have left, provided the terminal is between sequences and plain lines scroll the
+    whole screen (no scroll region or margins): the kept lines overwrite every row and fill the history.
+    `TerminalCore.skippable_prefix` checks those conditions on the core before using this."""
     if keep < 1 or len(data) < 2 * keep:
         return 0
     end = first_not_plain(data) if plain_end is None else plain_end

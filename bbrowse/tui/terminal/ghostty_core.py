@@ -1,19 +1,10 @@
 """`GhosttyCore`: the terminal core on libghostty-vt (Ghostty's terminal core, through the `pyghostty`
 binding), where pyghostty has a wheel (Linux x86_64 and aarch64). See `core.py` for the choice.
 
-The widget, the painter and the key encoder talk only to the core's interface (`core.py`): bytes in (`feed`), size
-(`resize`), cursor and modes, the rows that changed since the last frame with their styled cells
-(`take_dirty` / `row`), the scrollback (`scroll_view`, `scrollback_text`), the title, and the
-replies the terminal writes back to the program (device attributes, cursor position reports, mode
-reports, kitty graphics acknowledgements...: `take_replies`, in the order the queries came).
-
-Nothing here knows Textual. Rows come out as plain runs of `(text, (fg, bg, flags))` (see
-`cells.py`); the painter turns them into strips.
-
-Scrollback is bounded by bytes, not lines: libghostty's line limit is enforced by counting and cost
-two thirds of the plain throughput here, while its byte limit only drops whole pages. The byte budget is sized
-from the requested lines and the width, so at least that many lines are kept (a few hundred more,
-page granularity); a resize recomputes it.
+It implements `TerminalCore` and knows nothing of Textual: rows come out as plain runs of
+`(text, (fg, bg, flags))` (`cells.py`) for the painter, and the replies the terminal writes back to the
+program (device attributes, cursor reports, kitty graphics acknowledgements...) come out of
+`take_replies` in the order the queries came. How it reads rows and keeps scrollback: docs/terminal.md.
 """
 
 from __future__ import annotations
@@ -254,6 +245,9 @@ class GhosttyCore(TerminalCore):
             self._set(option, callback)
 
     def _scrollback_budget(self) -> int:
+        """Scrollback is bounded by bytes, not lines: libghostty's line limit is enforced by counting and cost
+        two thirds of the plain throughput, while its byte limit only drops whole pages. Sized from the
+        requested lines and the width, so at least that many lines are kept; a resize recomputes it."""
         return self.scrollback_limit * (self._cols * _BYTES_PER_CELL + _BYTES_PER_LINE)
 
     def _set_scrollback_budget(self) -> None:

@@ -1,19 +1,12 @@
 """Keys: a Textual key event -> the bytes the program expects, as the terminal's modes want them.
 
-The encoding itself is libghostty's key encoder (Ghostty's own): it reads the terminal's state at
-each key (cursor keys mode DECCKM, keypad mode, alt-sends-escape, xterm's modifyOtherKeys, the kitty
-keyboard protocol flags a program pushed) and writes legacy xterm sequences, modifyOtherKeys forms or
-kitty `CSI u` forms accordingly. This module only says which key was pressed, in the encoder's
-terms: Textual names keys as `[modifier+]...name` (`ctrl+shift+up`, `alt+x`, `f5`, `left_square_bracket`)
-and gives the typed character when there is one; the encoder wants the physical key (US layout),
-the modifiers, the text the key produces without ctrl/alt, and its unshifted codepoint.
-
-Textual reports xterm's shift+F1..F12 as f13..f24; they map back to the shifted keys. A key whose
-character is a bare C0 control (ctrl+\\ arriving as 0x1c, say) with no better description is sent
-as that byte. Super and hyper chords belong to the desktop, not the program: nothing is sent.
-
-A paste is data, not keystrokes: `encode_paste` wraps it in ESC[200~ ... ESC[201~ when the program
-turned bracketed paste on (`?2004h`), and sends newlines as CR as a terminal does.
+The encoding itself is libghostty's key encoder (Ghostty's own), or `PythonKeyEncoder` for the Python
+core: it reads the terminal's state at each key (DECCKM, keypad mode, modifyOtherKeys, the kitty keyboard
+flags a program pushed) and writes legacy xterm, modifyOtherKeys or kitty `CSI u` forms accordingly.
+This module says which key was pressed, in the encoder's terms: Textual names keys as
+`[modifier+]...name` and gives the typed character; the encoder wants the physical key (US layout), the
+modifiers, the text the key produces without ctrl/alt, and its unshifted codepoint. Pastes are data, not
+keystrokes (`encode_paste`).
 """
 
 from __future__ import annotations
@@ -83,7 +76,11 @@ def _base_character(base: str, character: str | None) -> str | None:
 @lru_cache(maxsize=1024)
 def key_press(key: str, character: str | None) -> KeyPress | bytes | None:
     """What was pressed: a `KeyPress` for the encoder, raw bytes for a key only known by its
-    control character, or None for keys that mean nothing to a terminal."""
+    control character, or None for keys that mean nothing to a terminal.
+
+    Textual reports xterm's shift+F1..F12 as f13..f24; they map back to the shifted keys. A bare C0
+    character (ctrl+\\ arriving as 0x1c, say) with no better description is sent as that byte. Super and
+    hyper chords belong to the desktop, not the program: nothing is sent."""
     names, base = split_key(key)
     if names & {"super", "hyper"}:
         return None
@@ -218,7 +215,8 @@ class PythonKeyEncoder:
         return f"{head}u".encode()
 
 def encode_paste(text: str, bracketed: bool) -> bytes:
-    """Pasted text as a terminal sends it: newlines as CR, and bracketed when the program asked.
+    """Pasted text as a terminal sends it: newlines as CR, and wrapped in ESC[200~ ... ESC[201~ when the
+    program turned bracketed paste on (`?2004h`).
 
     The end marker is removed from inside the text so a paste can never end the bracket early and
     have the rest run as typed commands.

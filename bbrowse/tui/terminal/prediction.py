@@ -1,27 +1,10 @@
 """Predicted echo for the shell pane, mosh's way (Winstein & Balakrishnan, USENIX ATC 2012).
 
-Each key typed is guessed on the pane's terminal state (whichever core): a printable character is drawn at
-the cursor (the rest of the line shifted right when typed inside it), backspace takes one back. A guess
-belongs to an *epoch*; it is drawn only once the remote side has echoed one guess of its epoch exactly
-(the cell turned from what it was into the guessed character after the guess was made). Enter, arrows,
-control keys and anything else not guessed start a new epoch, so after them nothing is drawn until the
-program shows it echoes: a `read -s`, `sudo` or `passwd` prompt (echo off) never confirms one, and its
-keys are never drawn. Full-screen programs get the same rule (and switching screens starts over).
-
-A guess is judged on every piece of output: the cell shows it (confirmed: the epoch is shown), the cell
-shows something else (wrong: taken back at once, everything if it was shown), or the cell is unchanged
-while the echo of a key typed after it was seen (the program echoes in order: wrong too, at once), or
-unchanged in the first output after the key's `stdin` call came back and an echo's grace passed (expired,
-wrong too; with no output at all, `EXPIRY_SECONDS` after the call came back). The grace is how late
-echoes come after their call came back on this link, measured as TCP measures a round trip (mean + 4
-deviations; at least 30 ms and half the round trip): the echo travels on another connection, a correct
-guess taken back for a late echo is a flicker, and a late echo is the next output that comes. Guesses are drawn
-while the smoothed round trip of `stdin` calls is above 30 ms (hysteresis down to 20, or after a 250 ms
-glitch), underlined above 80 ms (down to 50): mosh's thresholds. `mode`: auto, always (drawn whatever
-the round trip) or never (no guess made).
-
-VS Code's typeahead (microsoft/vscode #110109, #128530) drew guesses in vim and during `sudo`; here a
-guess is only ever drawn in an epoch the program has confirmed by echoing.
+Each key typed is guessed on the pane's terminal state and drawn before the program echoes it, but only
+once the program has echoed a guess since the last Enter, arrow or control key: a `read -s`, `sudo` or
+`passwd` prompt (echo off) never confirms one, so its keys are never drawn (VS Code's typeahead,
+microsoft/vscode #110109 and #128530, drew guesses in vim and during `sudo`). A wrong guess is taken back
+at once. Guesses are drawn on a slow link only (`mode` auto), underlined on a slower one.
 """
 
 from __future__ import annotations
@@ -42,6 +25,8 @@ if TYPE_CHECKING:
 Mode = Literal["auto", "always", "never"]
 MODES: tuple[Mode, ...] = ("auto", "always", "never")
 
+#: Guesses are drawn while the smoothed round trip of `stdin` calls is above the high mark, until it falls
+#: below the low one; underlined above FLAG_TRIGGER_HIGH (down to LOW): mosh's thresholds.
 SRTT_TRIGGER_LOW = 0.020
 SRTT_TRIGGER_HIGH = 0.030
 FLAG_TRIGGER_LOW = 0.050
@@ -103,7 +88,15 @@ class Stats:
 
 
 class Predictor:
-    """The prediction engine of one terminal pane (see the module's docstring)."""
+    """The prediction engine of one terminal pane, on its terminal state (whichever core).
+
+    A printable key is drawn at the cursor (the rest of the line shifted right when typed inside it),
+    backspace takes one back. A guess belongs to an *epoch*; it is drawn only once the remote side has
+    echoed one guess of its epoch exactly (the cell turned from what it was into the guessed character
+    after the guess was made). Enter, arrows, control keys and anything else not guessed start a new
+    epoch, so nothing is drawn until the program shows it echoes; full-screen programs get the same rule
+    (and switching screens starts over). `mode`: auto, always (whatever the round trip) or never.
+    """
 
     def __init__(self, core: TerminalCore, mode: Mode = "auto", clock: Callable[[], float] = time.monotonic) -> None:
         self.core = core
@@ -305,7 +298,7 @@ class Predictor:
     def _grace(self) -> float:
         """How long after a `stdin` call came back its echo may still arrive (it travels on another
         connection): the echoes' measured lag + 4 deviations (RFC 6298's RTO), at least half the round trip
-        and `ECHO_GRACE`."""
+        and `ECHO_GRACE`. Too short, and a correct guess is taken back for a late echo: a flicker."""
         floor = max(ECHO_GRACE, (self.srtt or 0) / 2)
         if self._echo_lag is None:
             return floor
@@ -348,7 +341,12 @@ class Predictor:
 
     def cull(self, now: float | None = None, output: bool = True) -> None:
         """Judge the guesses against the terminal state: after output was fed, or (`output` False: the
-        screen is as when last judged) after a key, an ack or at a deadline."""
+        screen is as when last judged) after a key, an ack or at a deadline.
+
+        The cell shows the guess: confirmed, the epoch is shown. It shows something else: wrong, taken back
+        at once (everything, if it was shown). It is unchanged while the echo of a key typed after it was
+        seen (the program echoes in order), or in the first output after the key's `stdin` call came back
+        and its grace passed (`_grace`; with no output at all, `EXPIRY_SECONDS` after): wrong too."""
         if output:
             self._rows.clear()
             self._output_at = self.clock() if now is None else now

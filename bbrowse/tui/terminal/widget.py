@@ -1,26 +1,11 @@
 """`TerminalView`: a Textual widget that shows a `TerminalCore` and types into the program.
 
-It knows nothing about HTTP. The app feeds it the program's output (`feed` / `write`) and gives it
-two callbacks: `send_input(bytes)` (async), called with every keystroke, paste and terminal reply
-(cursor position reports, device attributes...) in order, and `on_pty_resize(cols, rows)`, called
-(debounced) when the pane's size changes.
-
-How it stays responsive under a flood (`yes`, `cat` of a big file):
-- output is queued, never parsed in the caller; one drain task feeds it to the core in slices and
-  yields to the event loop every few milliseconds, so key events are handled between slices;
-- a backlog of plain lines that would scroll away unseen is dropped exactly (`flood.py`), so the
-  drain catches up at once after ctrl-c;
-- drawing is coalesced: at most ~60 times a second the core's render state is brought up to date
-  and only the rows it reports dirty are turned into strips; `render_line` reads those;
-- keys never wait for drawing: a key becomes bytes and is handed at once to a `StdinWriter`, which
-  sends one at a time and joins whatever queued up while the previous send was in flight, keeping
-  the order.
-
-Keys: everything goes to the program at once, Esc included (the widget consumes every key, even the
-app's priority bindings), except the leave chord (`ctrl+]`, the binding `terminal.leave`, which a
-keymap can move) and alt+digit, which bubble up so the app can switch tabs. Shift+PgUp/PgDn and the
-mouse wheel scroll the scrollback on the main screen. After `show_exit(code)` the pane shows a
-banner, `r` posts `RestartRequested` and Esc leaves.
+It knows nothing about HTTP. The app feeds it the program's output (`feed` / `write`) and gives it two
+callbacks: `send_input(bytes)` (async), called with every keystroke, paste and terminal reply in order,
+and `on_pty_resize(cols, rows)`, called (debounced) when the pane's size changes. It stays responsive
+under a flood (`yes`, `cat` of a big file): output is fed to the core in slices between key events, a
+backlog that would scroll away unseen is dropped (`flood.py`), frames are coalesced to ~60 a second, and
+keys never wait for drawing. How each part works: docs/terminal.md, "The widget".
 """
 
 from __future__ import annotations
@@ -82,7 +67,13 @@ LEAVE_KEY = "ctrl+right_square_bracket"  # ctrl+], the telnet and ssh escape
 
 
 class TerminalView(Widget, can_focus=True):
-    """A terminal pane: draws the core with the line API and sends keys to the program."""
+    """A terminal pane: draws the core with the line API and sends keys to the program.
+
+    Every key goes to the program at once, Esc included, except the leave chord (`ctrl+]`, the binding
+    `terminal.leave`, which a keymap can move) and alt+digit, which bubble up so the app can switch tabs.
+    Shift+PgUp/PgDn and the mouse wheel scroll the scrollback on the main screen. After `show_exit(code)`
+    the pane shows a banner, `r` posts `RestartRequested` and Esc leaves.
+    """
 
     BINDINGS = [
         # priority: runs before the key reaches on_key (which sends everything else to the program)
