@@ -8,11 +8,7 @@
     print(term.exit_code)
 
 Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` resizes; the service may end
-with a text frame `{"type":"exit","exitCode":N}`. The iteration stops at that frame and the caller
-closes: Kernel's VM never closes the socket on its own after an exit (its reader waits for a frame or a
-close from us), and may skip the exit frame altogether (`PtyOutput` then learns the exit from `status`).
-A close without the exit frame (and not asked for by us) raises `IncompleteStream`; a 1001 close
-("going away": the VM shutting down) raises `VmGoingAway`; any other close raises `ConnectionLost`.
+with a text frame `{"type":"exit","exitCode":N}`, where the iteration stops and the caller closes.
 """
 
 from __future__ import annotations
@@ -211,6 +207,11 @@ class AttachSession:
         return self._output()
 
     async def _output(self) -> AsyncIterator[bytes]:
+        """Output until the exit frame. Kernel's VM never closes the socket on its own after an exit (its
+        reader waits for a frame or a close from us), and may skip the exit frame altogether (`PtyOutput`
+        then learns the exit from `status`). A close without the exit frame, not asked for by us, raises
+        `IncompleteStream`; 1001 ("going away": the VM shutting down) `VmGoingAway`; any other
+        `ConnectionLost`."""
         ws = self._connection()
         try:
             while True:

@@ -2,18 +2,12 @@
 
 Each `stdin` call is one HTTP request on a pooled connection; two calls fired concurrently can take
 two connections and arrive out of order, which scrambles typing. A writer sends one request at a time
-and joins whatever was typed meanwhile into the next request, so order is kept and a burst (a paste,
-key repeat) costs a few requests instead of one per byte. `write` never blocks on the network.
+and joins whatever was typed meanwhile into the next, so order is kept and a burst (a paste, key
+repeat) costs a few requests instead of one per byte. `write` never blocks on the network.
 
     writer = client.processes.stdin_writer(sid, pid)
     writer.write(b"l"); writer.write(b"s\\r")
     await writer.drain()           # everything written so far has reached the process
-    await writer.aclose()
-
-A failed send stops the writer: its error is raised by the next `write`, `drain`, `aclose` or
-`wait_closed` (`bbrowse shell` ends the session on it). Given `on_error`, the writer reports the error
-there instead and goes on with what was typed after the lost bytes (a terminal pane keeps working
-after a hiccup and shows the error).
 """
 
 from __future__ import annotations
@@ -29,6 +23,14 @@ OnError = Callable[[Exception], object]
 
 
 class StdinWriter:
+    """One process's stdin, written in order (see the module's docstring); `aclose` when done.
+
+    A failed send stops the writer: its error is raised by the next `write`, `drain`, `aclose` or
+    `wait_closed` (`bbrowse shell` ends the session on it). Given `on_error`, the writer reports the error
+    there instead and goes on with what was typed after the lost bytes (a terminal pane keeps working
+    after a hiccup and shows the error).
+    """
+
     def __init__(self, send: Send, *, on_error: OnError | None = None,
                  max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         self._send = send

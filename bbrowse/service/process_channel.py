@@ -4,15 +4,8 @@ In Kernel's in-VM server (`process.go`) a process has one Go channel of 256 even
 each 4 KiB read into it and every `stdout/stream` handler receives from it, so concurrent readers split
 the output between them, and with no reader the pipe readers block once it is full (then the program,
 once the pipe's own buffer is full too). At the exit the exit event is sent into it, then `doneCh` is
-closed; each handler's `select` then picks `doneCh` or a queued event at random. The harsh branch is
-taken every time, so tests are deterministic:
-
-- an event goes straight to a reader waiting on the empty queue (Go hands a send to a waiting receiver);
-- once the process has finished, a reader stops at its next take, whatever is still queued: the exit
-  event reaches only a reader that was waiting when it came, and a stream opened after the exit gets
-  nothing;
-- when the queue is full at the exit, the exit event waits for room (Go's waiter blocks on its send) and
-  the process counts as finished only once it is queued.
+closed; each handler's `select` then picks `doneCh` or a queued event at random. `SharedChannel` takes
+the harsh branch every time, so tests are deterministic.
 """
 
 from __future__ import annotations
@@ -30,6 +23,16 @@ GO_READ_BYTES = 4096
 
 
 class SharedChannel:
+    """The channel, with Go's harsh branch taken every time:
+
+    - an event goes straight to a reader waiting on the empty queue (Go hands a send to a waiting receiver);
+    - once the process has finished, a reader stops at its next take, whatever is still queued: the exit
+      event reaches only a reader that was waiting when it came, and a stream opened after the exit gets
+      nothing;
+    - when the queue is full at the exit, the exit event waits for room (Go's waiter blocks on its send)
+      and the process counts as finished only once it is queued.
+    """
+
     def __init__(self, on_full: Callable[[], None], on_room: Callable[[], None]) -> None:
         self._queue: deque[bytes] = deque()
         self._waiters: deque[asyncio.Future[bytes | None]] = deque()

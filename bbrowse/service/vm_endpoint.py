@@ -1,19 +1,12 @@
 """A session's VM endpoint: the in-VM routes served a second time under `/vm/{session_id}/`.
 
 Kernel's cloud has two planes: the control plane (`/browsers`, replays) and one endpoint per session
-(`Browser.base_url`) where `process/*`, `fs/*`, `logs/stream` and `computer/*` are served, authenticated
-by the session's `jwt` instead of the API key. The official SDKs send those calls straight to
-`base_url` (`/browsers/{id}/process/spawn` becomes `{base_url}/process/spawn?jwt=...`, no Authorization
-header), so `bbrowse serve` publishes the same two planes from one process, with the same handlers:
-
-- a routes module marks a router with `vm_served(...)`; its paths must start with `/browsers/{id_or_name}/`;
-- `create_app` includes every area's router as usual and, for a marked one, `mirror(router)` as well: a
-  copy of each route at `/vm/{id_or_name}/...` (left out of the OpenAPI document: the same operations,
-  documented once). The handlers do not know which plane called them; `is_vm_path` tells the error
-  handlers, which answer Kernel's VM shapes there in `--kernel-compat`.
-- `BearerAuthMiddleware` sends every `/vm/...` request (HTTP and WebSocket, including the CDP proxy at
-  `/vm/{session_id}/cdp`) through `vm_refusal` instead of the bearer check: the `jwt` query parameter
-  must be valid and name the session of the path, whatever route follows.
+(`Browser.base_url`) serving `process/*`, `fs/*`, `logs/stream` and `computer/*`, authenticated by the
+session's `jwt` instead of the API key. The official SDKs send those calls straight to `base_url`, so
+`bbrowse serve` publishes the same two planes from one process, with the same handlers: a routes module
+marks its router `vm_served(...)`, `create_app` adds its `mirror(router)`, and `BearerAuthMiddleware`
+checks every `/vm/...` request (the CDP proxy's too) with `vm_refusal` instead of the bearer token.
+The handlers do not know which plane called them; `is_vm_path` tells the error handlers.
 """
 
 from __future__ import annotations
@@ -36,7 +29,8 @@ _MARK = "_bbrowse_vm_served"
 
 
 def vm_served(router: APIRouter) -> APIRouter:
-    """Mark `router` as served by a session's VM endpoint too (under `/vm/{id}/` as well as `/browsers/{id}/`)."""
+    """Mark `router` as served by a session's VM endpoint too (under `/vm/{id}/` as well as `/browsers/{id}/`);
+    its paths must start with `/browsers/{id_or_name}/`."""
     setattr(router, _MARK, True)
     return router
 
@@ -46,6 +40,8 @@ def is_vm_served(router: APIRouter) -> bool:
 
 
 def is_vm_path(path: str) -> bool:
+    """Whether `path` is on the VM plane: the error handlers answer Kernel's VM shapes there in
+    `--kernel-compat`."""
     return path == VM_PREFIX or path.startswith(VM_PREFIX + "/")
 
 
@@ -61,7 +57,8 @@ def vm_route_path(path: str) -> str:
 
 
 def mirror(router: APIRouter) -> APIRouter:
-    """A router with a copy of each of `router`'s routes at `/vm/{id_or_name}/...`, same handler and options.
+    """A router with a copy of each of `router`'s routes at `/vm/{id_or_name}/...`, same handler and options,
+    left out of the OpenAPI document (the same operations, documented once).
 
     Each copy is the route itself with its path changed: the handler, its parameters and its models
     are shared (both paths name the same `{id_or_name}`), not analysed a second time, which took most of
@@ -82,7 +79,8 @@ def mirror(router: APIRouter) -> APIRouter:
 
 def vm_refusal(scope: Scope, tokens: VmTokens) -> str | None:
     """Why this `/vm/...` request may not pass (a message for the 401), or None when its `jwt` grants the path's
-    session. Exactly one `jwt` query parameter counts; the bearer token opens nothing here."""
+    session. Exactly one `jwt` query parameter counts, whatever route follows; the bearer token opens
+    nothing here."""
     query = scope.get("query_string", b"").decode("latin-1")
     values = [value for name, value in parse_qsl(query, keep_blank_values=True) if name == "jwt"]
     if len(values) > 1:

@@ -19,20 +19,17 @@ from bbrowse.tui.textual_private import keymap_of
 class SessionPane(Vertical):
     """A tab of the session screen (shells, logs, files, screenshot, replays, events), made for one session.
 
-    Workers report, handlers draw: a worker calls the client and posts a typed message; an `@on` handler
-    of the pane draws it. A pane's messages are handled only while it is mounted (its loop ends before its
-    children go), so a reply that outlives the pane is never drawn, and no code asks "still mounted?".
-    The shape, with `answer` for a call that may fail:
+    Workers report, handlers draw (docs/architecture.md): a pane's messages are handled only while it is
+    mounted (its loop ends before its children go), so a late reply is never drawn. With `answer` for a
+    call that may fail:
 
         @dataclass
         class InfoFetched(Message):           # Textual's messages may be dataclasses
             path: str
             info: FileInfo | ClientError
-
         @work(exclusive=True, group="info")
         async def _fetch_info(self, path: str) -> None:
             self.post_message(InfoFetched(path, await answer(self.client.fs.file_info(self.session_id, path))))
-
         @on(InfoFetched)
         def _info_fetched(self, message: InfoFetched) -> None: ...   # draws the info, or the error
     """

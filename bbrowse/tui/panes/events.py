@@ -1,18 +1,11 @@
 """Events of a session (its telemetry): a live list, filters, a detail view, and the replay's frame at an event.
 
-Workers report, handlers draw: the stream worker only appends events to an inbox and posts `EventsArrived`
-(at most one in flight); the replay worker posts `FrameReady`. The `@on` handlers of the mounted pane draw.
-A worker that outlives its pane posts to a pane that is gone, which draws nothing.
-
-A page producing 10,000 events a second must not slow the rest of the app (a shell in another tab): events
-arrive as `RawEvent`s (seq and JSON, `client.telemetry.follow_raw`) and each is validated only when it is
-looked at: a row drawn on screen, a filter or the detail view. Every event is kept; the list is redrawn at
-most `DRAW_SECONDS` apart, and not at all while the tab is hidden. The list is a line-API widget over a
-plain list, so its cost per frame does not grow with the events held.
-
-The frame view downloads the replay that covers the event once (client side, so it works on Kernel's cloud
-as on `bbrowse serve`, which have no frame route) and has ffmpeg seek it (`-ss` before `-i`: a keyframe
-seek, then decoding to the exact time).
+A page producing 10,000 events a second must not slow the rest of the app (a shell in another tab):
+events arrive as `RawEvent`s (seq and JSON, `client.telemetry.follow_raw`) and each is validated only
+when it is looked at (a row on screen, a filter, the detail view). Every event is kept; the list is
+redrawn at most `DRAW_SECONDS` apart, not at all while the tab is hidden, by a line-API widget whose
+cost per frame does not grow with the events held. Workers report (`EventsArrived`, `FrameReady`);
+the `@on` handlers of the mounted pane draw.
 """
 
 from __future__ import annotations
@@ -248,6 +241,7 @@ class EventsPane(SessionPane):
 
     @work(exclusive=True, group="events-stream")
     async def _follow_stream(self) -> None:
+        """Append each batch to the inbox and post `EventsArrived`, at most one in flight."""
         error: str | None = None
         try:
             stream = self.client.telemetry.follow_raw(self.session_id, replay_all=True)
@@ -546,6 +540,9 @@ class EventsPane(SessionPane):
         self.post_message(FrameReady(png, note))
 
     async def _frame(self, at: float) -> tuple[bytes | None, str]:
+        """The replay's frame at `at`: the replay covering it is downloaded once, client side (Kernel's cloud
+        and `bbrowse serve` have no frame route), and ffmpeg seeks it (`-ss` before `-i`: a keyframe
+        seek, then decoding to the exact time). PNG bytes, or None, and a note for the status line."""
         ffmpeg = shutil.which("ffmpeg")
         if ffmpeg is None:
             return None, "The frame view needs ffmpeg on this machine"

@@ -1,18 +1,9 @@
 """One session: tabs for its shells, logs, files, screenshot, replays and events.
 
 Panes are mounted the first time their tab is shown, so opening a session starts only the shell,
-and a pane's streams and timers belong to it (they stop when the screen closes).
-
-Keys, as terminal tabs and k9s do it:
-- opening a session lands on its tab bar, not inside the terminal: `1`–`5` and the arrows pick a tab,
-  `enter` goes into the shown pane (into the shell on Shells), `esc` goes back to the sessions table;
-- `alt+1`…`alt+5` switch tabs from anywhere, inside a terminal too (shells and vim leave them alone);
-  plain `1`–`5` wherever focus is not in a terminal or a text field; a click on a tab works too;
-- inside a terminal every key goes to the program, Esc included; `ctrl+]` leaves it.
-A tab shown again gets back the focus it had, except inside a terminal: Shells, however picked (`1`,
-`alt+1`, a click), always lands on the tab bar, and `enter` goes into the shell, so the next key meant for
-the app is never typed into the remote program. A tab picked with a number key takes the keyboard, one
-picked with the arrows on the tab bar leaves it there.
+and a pane's streams and timers belong to it (they stop when the screen closes). Keys follow terminal
+tabs and k9s: opening a session lands on its tab bar, not inside the terminal, so the next key meant
+for the app is never typed into the remote program (`SessionScreen` says how focus moves).
 """
 
 from __future__ import annotations
@@ -72,6 +63,16 @@ class EndedPane(SessionPane):
 
 
 class SessionScreen(BbrowseScreen):
+    """A session's tabs. `1`–`5` and the arrows on the tab bar pick a tab, `enter` goes into the shown
+    pane (into the shell on Shells), `esc` goes back to the sessions table. `alt+1`…`alt+5` switch tabs
+    from anywhere, inside a terminal too; plain `1`–`5` wherever focus is not in a terminal or a text
+    field; a click on a tab works too. Inside a terminal every key goes to the program; `ctrl+]` leaves.
+
+    A tab shown again gets back the focus it had, except a terminal tab: Shells, however picked, lands on
+    the tab bar. A tab picked with a number key takes the keyboard, one picked with the arrows leaves it
+    on the tab bar.
+    """
+
     PALETTE_NAME = "Session"
     AUTO_FOCUS = ""  # not Textual's "first focusable widget": the screen decides (the tab bar, or the tab's pane)
     BINDINGS = [
