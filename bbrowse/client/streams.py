@@ -8,10 +8,6 @@ when the loop stops early:
     async with client.logs.stream(sid, path="/var/log/x.log") as events:
         async for event in events:
             ...
-
-Plain `async for` works too (the connection opens on the first iteration and closes when the
-iteration ends or the stream is garbage-collected). Sources are async generators that yield
-`OPENED` once, right after the response headers arrived; the marker never reaches the caller.
 """
 
 from __future__ import annotations
@@ -41,6 +37,13 @@ def opened(content_length: int | None) -> Any:
 
 
 class Stream(Generic[T]):
+    """One streamed response, used as the module's docstring shows.
+
+    Plain `async for` works too: the connection opens on the first iteration and closes when the
+    iteration ends or the stream is garbage-collected. A source is an async generator that yields
+    `OPENED` once, right after the response headers arrived; the marker never reaches the caller.
+    """
+
     __slots__ = ("_exhausted", "_opened", "_source", "content_length")
 
     def __init__(self, source: AsyncGenerator[T, None]) -> None:

@@ -1,17 +1,10 @@
 """Computer controls of a session: what each request means, checked, then replayed by its backend.
 
-Every request is first checked as a whole (coordinates inside the screen, key names known, a drag
-of at least two points), so a bad one is refused with 400 naming the field before anything moves;
-a batch is checked action by action before its first action runs. Then the request becomes a list
-of primitive steps (`computer_steps`) that the session's backend replays: xdotool on the Xvfb
-display of a headful session, CDP `Input.*` events for a headless one (see those modules).
-
-Coordinates are the screenshot's pixels: 0 <= x < viewport width, 0 <= y < viewport height.
-Actions of one session never interleave: each runs under the session's input lock, and a batch
-holds it from its first action to its last. A click moves the pointer straight to its target
-(the cloud eases the pointer there first, and so does --kernel-compat; a live view wants the click
-at once); `move_mouse` and `drag_mouse` follow a human-like curve unless `smooth` is false, and
-`type` in --kernel-compat too (as Kernel's `smooth` default).
+Every request is first checked as a whole (coordinates inside the screen, key names known, a drag of at
+least two points), so a bad one is refused with 400 naming the field before anything moves; a batch is
+checked action by action before its first action runs. Then the request becomes primitive steps
+(`computer_steps`) that the session's backend replays: xdotool on the Xvfb display of a headful
+session, CDP `Input.*` events for a headless one. Coordinates are the screenshot's pixels.
 """
 
 from __future__ import annotations
@@ -76,6 +69,15 @@ class SessionInput:
 
 
 class ComputerManager:
+    """Checks and runs the computer requests of every session.
+
+    Actions of one session never interleave: each runs under the session's input lock, and a batch holds
+    it from its first action to its last. A click moves the pointer straight to its target (the cloud
+    eases the pointer there first, and so does --kernel-compat; a live view wants the click at once);
+    `move_mouse` and `drag_mouse` follow a human-like curve unless `smooth` is false, and `type` in
+    --kernel-compat too (as Kernel's `smooth` default).
+    """
+
     def __init__(self, browsers: BrowserManager, kernel_vm: bool = False) -> None:
         self.browsers = browsers
         #: --kernel-compat (`computer.go` 233-236, 450-545): `type` is smooth unless told otherwise, and a

@@ -1,17 +1,11 @@
 """The write side of the instance's filesystem: write, upload, mkdir, delete, move, chmod/chown.
 
-Semantics follow the cloud's in-VM server (parents are created for a written file, an existing
-file is replaced, `create_directory` is `mkdir -p`), with checks that make mistakes visible:
-
-- a bad path or mode is 400 naming the field, before anything is touched;
-- something missing is 404; a permission the service lacks is 403;
-- 409 where an existing thing is in the way: a directory where a file is to be written, a file
-  where a directory is needed, a `move` onto an existing path without `overwrite`.
-
-A written file never appears half-written: bytes go to a hidden temporary file next to the
-destination (`StagedFile`), which replaces the destination only once complete; a failed or
-abandoned upload removes it again, along with any directories made for it. Writes are batched
-(`FLUSH_BYTES`) and run in a worker thread while the next batch arrives from the network.
+Semantics follow the cloud's in-VM server (parents are created for a written file, an existing file is
+replaced, `create_directory` is `mkdir -p`), with checks that make mistakes visible: a bad path or mode
+is 400 naming the field before anything is touched; missing is 404; a permission the service lacks is
+403; 409 where an existing thing is in the way (a directory where a file is to be written, a file where
+a directory is needed, a `move` onto an existing path without `overwrite`). A written file never appears
+half-written (`StagedFile`).
 """
 
 from __future__ import annotations
@@ -108,6 +102,10 @@ def remove_dirs(created: list[str]) -> None:
 
 class StagedFile:
     """A file being written next to its destination; `commit` puts it in place, `discard` removes it.
+
+    Bytes go to a hidden temporary file, which replaces the destination only once complete; a failed or
+    abandoned upload removes it again, along with any directories made for it. Writes are batched
+    (`FLUSH_BYTES`) and run in a worker thread while the next batch arrives from the network.
 
     Blocking methods: call them through `run_blocking`.
     """

@@ -1,17 +1,9 @@
 """Zip archives in and out of the instance: `upload_zip` extraction and `download_dir_zip` streaming.
 
-Extraction checks the whole archive before writing anything: every entry must land inside the
-destination (no absolute name, no `..` that climbs out, no symbolic link pointing out, nothing
-written through an existing link that leads out), no entry may need a file where a directory is
-(or the reverse), and the disk must have room for it. A refused archive leaves no trace. Files are
-then extracted one at a time, each through a temporary file replaced into place, in 1 MiB reads.
-
-A directory is zipped as it is read and sent as it is produced: a dedicated thread walks it and
-writes the archive into a bounded queue the response drains, so a large directory never sits in
-memory or on disk. Pseudo filesystems mounted inside it (/proc, /sys) are left out, and `/` itself
-is refused. Incompressible files (already-compressed data) are stored, the rest deflated at the
-fastest level: the archive comes out at close to disk speed. Everything that can fail is checked
-before the first byte is sent (missing, not a directory, unreadable entries).
+Extraction checks the whole archive before writing anything, so a refused archive leaves no trace
+(`extract_zip`). A directory is zipped as it is read and sent as it is produced, so a large directory
+never sits in memory or on disk, and everything that can fail is checked before the first byte is sent
+(`collect`, `zip_stream`).
 """
 
 from __future__ import annotations
@@ -141,6 +133,11 @@ def extract_zip(zip_path: str | BinaryIO, dest: str) -> int:
     """Check, then extract the archive at `zip_path` (or open file) into `dest` (made if missing); the entries
     written.
 
+    Every entry must land inside `dest` (no absolute name, no `..` that climbs out, no symbolic link
+    pointing out, nothing written through an existing link that leads out), no entry may need a file where
+    a directory is (or the reverse), and the disk must have room. Files are then extracted one at a time,
+    each through a temporary file replaced into place, in 1 MiB reads.
+
     Blocking: call through `run_blocking`.
     """
     try:
@@ -209,7 +206,8 @@ class Item:
 
 
 def collect(root: str) -> list[Item]:
-    """Every entry under `root` (not following links), checked readable; blocking.
+    """Every entry under `root` (not following links), checked readable; blocking. Pseudo filesystems
+    mounted inside it (/proc, /sys) are left out, and `/` itself is refused.
 
     404 missing, 400 not a directory, 403 when something in it cannot be read.
     """
@@ -364,7 +362,9 @@ def _write_file(archive: zipfile.ZipFile, item: Item) -> None:
 
 
 async def zip_stream(items: list[Item]) -> AsyncIterator[bytes]:
-    """The archive of `items`, produced by a dedicated thread as the client reads it."""
+    """The archive of `items`, produced by a dedicated thread as the client reads it: the thread writes into
+    a bounded queue the response drains. Incompressible files are stored, the rest deflated at the fastest
+    level: the archive comes out at close to disk speed."""
     handoff = _Handoff(asyncio.get_running_loop())
     done = object()
     failure: list[BaseException] = []

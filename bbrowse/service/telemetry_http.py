@@ -1,16 +1,11 @@
 """Control and connection telemetry, seen from the HTTP side: an ASGI middleware around the app.
 
-- every call made on a session (`/browsers/{id}/...` or its VM endpoint `/vm/{id}/...`) is recorded once
-  answered: the operation (the handler, named as Kernel's in-VM API names its handlers, e.g.
-  `ComputerClickMouse`), status, duration and a request id. As on Kernel, calls that drive the browser
-  (`computer/*`, `playwright/*`) are `control` `api_call`; calls that manage the VM (process, fs, logs,
-  replays) are `platform` `platform_api_call`, a category off by default. Telemetry's own reads are neither.
-- each CDP WebSocket (`/vm/{id}/cdp`) records `connection` `cdp_connect` when accepted and `cdp_disconnect`
-  when it ends (duration, messages relayed, why); one that says it is a live view (the `X-Bbrowse-Live-View`
-  header, which bbrowse's screencast sends with its live view's id) records `live_view_connect` and
-  `live_view_disconnect` instead. bbrowse serve's live view is a CDP screencast, not Kernel's WebRTC page, so the
-  client names it: the service cannot tell a viewer from another client's screencast (Playwright's videos use
-  `Page.startScreencast` too), and a header is ignored by every other server the URL may lead to.
+Every call made on a session (`/browsers/{id}/...` or its VM endpoint `/vm/{id}/...`) is recorded once
+answered: the operation (named as Kernel's in-VM API names its handlers, e.g. `ComputerClickMouse`),
+status, duration and a request id. As on Kernel, calls that drive the browser (`computer/*`,
+`playwright/*`) are `control` `api_call`; calls that manage the VM (process, fs, logs, replays) are
+`platform` `platform_api_call`, a category off by default; telemetry's own reads are neither. Each CDP
+WebSocket (`/vm/{id}/cdp`) records `connection` `cdp_connect` and `cdp_disconnect` (`live_view_id`).
 """
 
 from __future__ import annotations
@@ -145,7 +140,13 @@ class TelemetryMiddleware:
 
 
 def live_view_id(scope: Scope) -> str | None:
-    """The live view id a CDP WebSocket's request names (`X-Bbrowse-Live-View`), or None for another client."""
+    """The live view id a CDP WebSocket's request names (`X-Bbrowse-Live-View`), or None for another client.
+
+    A connection that names one records `live_view_connect` and `live_view_disconnect` instead of
+    `cdp_connect` / `cdp_disconnect`. bbrowse serve's live view is a CDP screencast, not Kernel's WebRTC
+    page, so the client names it: the service cannot tell a viewer from another client's screencast
+    (Playwright's videos use `Page.startScreencast` too), and a header is ignored by every other server
+    the URL may lead to."""
     for name, value in scope.get("headers") or ():
         if name == LIVE_VIEW_HEADER:
             text = value.decode("latin-1").strip()[:_LIVE_VIEW_ID_MAX]

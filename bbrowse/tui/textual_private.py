@@ -3,15 +3,9 @@
 Textual is pinned exactly in pyproject.toml (the SVG snapshots depend on it too) and `WRITTEN_FOR` is that
 version. bbrowse and its tests reach Textual's private names (a `textual._*` module, a `Final` constant,
 an underscored attribute) only through this module, and tests/test_textual_private.py fails on any other
-use. Moving to a new Textual: bump the pin, read each name below against the new Textual's source (the
-driver's input loop in bbrowse/tui/driver.py is a copy of `LinuxDriver.run_input_thread`), then change
+use. Moving to a new Textual: bump the pin, read each name below against the new Textual's source
+(`QuickExitDriver.run_input_thread` is a copy of `LinuxDriver.run_input_thread`), then change
 `WRITTEN_FOR`.
-
-`QuickExitDriver` is Textual's Linux driver with two of its waits cut, both felt by every shell pane user:
-a lone Esc was held until the input thread's next 0.1 s `select` wake-up (it reached vim 100–140 ms
-late), so the thread wakes after `ESCAPE_DELAY` while an Esc is pending; and on quit the terminal was
-restored only after that thread noticed its stop flag, so the thread is only told to stop. Its input loop
-is a copy of `LinuxDriver.run_input_thread` with those timeouts; the rest of the driver is Textual's.
 """
 
 from __future__ import annotations
@@ -118,6 +112,14 @@ ESC = "\x1b"
 
 
 class QuickExitDriver(LinuxDriver):
+    """Textual's Linux driver with two of its waits cut, both felt by every shell pane user.
+
+    A lone Esc was held until the input thread's next 0.1 s `select` wake-up (it reached vim 100–140 ms
+    late), so the thread wakes after `ESCAPE_DELAY` while an Esc is pending; and on quit the terminal was
+    restored only after that thread noticed its stop flag, so the thread is only told to stop. Its input
+    loop is a copy of `LinuxDriver.run_input_thread` with those timeouts; the rest is Textual's.
+    """
+
     #: Set by the app when it quits: the input thread is not waited for.
     quitting = False
 

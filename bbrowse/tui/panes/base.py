@@ -19,9 +19,8 @@ from bbrowse.tui.textual_private import keymap_of
 class SessionPane(Vertical):
     """A tab of the session screen (shells, logs, files, screenshot, replays, events), made for one session.
 
-    Workers report, handlers draw (docs/architecture.md): a pane's messages are handled only while it is
-    mounted (its loop ends before its children go), so a late reply is never drawn. With `answer` for a
-    call that may fail:
+    Workers report, handlers draw (docs/architecture.md): its messages are handled only while it is mounted
+    (its loop ends before its children go), so a late reply is never drawn; `answer` wraps a call that may fail:
 
         @dataclass
         class InfoFetched(Message):           # Textual's messages may be dataclasses

@@ -1,17 +1,11 @@
 """Files of a session: a lazy tree with the highlighted entry's `file_info`, a viewer, save-to-disk, and the
-file manager's operations.
+file manager's operations (upload, new directory, rename or move, delete, change mode, zip download).
 
-The tree starts at the session's working directory (learnt once by running `pwd` in the session:
-the Browser object does not carry it); `~` goes back there, `/` to the root, `g` to a typed path
-(a file's parent is shown and the file opened). Enter on a file opens it in the viewer; `s` saves the
-viewed (else the highlighted) file locally: a dialog proposes the download directory, then the file is
-streamed to disk with a progress bar.
-
-File manager: `u` uploads a local file or directory (a path prompt, tab completes) into the
-highlighted directory, `n` makes a directory, `R` renames or moves, `d` deletes (after saying what),
-`c` changes the mode, `z` downloads a directory as a zip (through the save dialog). Long transfers
-show a progress bar. The listing follows the instance by itself: the shown directory is watched
-(`fs.watch`, recursive below `/`) and a change lists the directory it happened in again, in place.
+The tree starts at the session's working directory (learnt once by running `pwd` in the session: the
+Browser object does not carry it). Enter on a file opens it in the viewer; `s` saves the viewed (else the
+highlighted) file through the save dialog, streamed to disk with a progress bar. The listing follows the
+instance by itself: the shown directory is watched (`fs.watch`) and a change lists the directory it
+happened in again, in place.
 """
 
 from __future__ import annotations
@@ -240,6 +234,7 @@ class FilesPane(SessionPane):
         self.file_tree.set_root("/")
 
     def action_goto(self) -> None:
+        """Ask for a path and show it; a file's parent is shown and the file opened."""
         field = self.query_one(PathInput)
         field.value = self.file_tree.root_path
         field.add_class("open")
@@ -448,6 +443,7 @@ class FilesPane(SessionPane):
     # upload ---------------------------------------------------------------------
 
     def action_upload(self) -> None:
+        """A local file or directory (a path prompt, tab completes) into the highlighted directory."""
         directory = self.current_directory()
         start = os.getcwd().rstrip("/") + "/"
         self.question.ask(f"Upload into {dir_label(directory)} · a local file or directory (tab completes):", start,

@@ -2,16 +2,8 @@
 
 Design after toolong's LogLines: a `ScrollView` whose `render_line` draws only the rows on screen,
 from an LRU cache of rendered strips keyed by the line's seq and the drawing options, so a busy log
-costs a few rows of rendering per frame, not a widget per line.
-
-Lines arrive through `push()` (one call per line: two list appends) and are moved into the buffer
-in batches by a timer at most `FRAMES_PER_SECOND` times a second, however fast they come; each
-batch is one buffer append, one index update, one scroll and one repaint.
-
-Follow mode keeps the end in view. Scrolling up (keys, wheel, scrollbar), moving the cursor or
-jumping to a search match pauses it; the status says so with the count of lines that arrived since;
-`G`/`End` (or scrolling back down to the end) resumes it. While paused the view stays on the same
-lines even as old ones drop off the front of the buffer.
+costs a few rows of rendering per frame, not a widget per line. Lines are moved into the buffer in
+batches at most `FRAMES_PER_SECOND` times a second, however fast they come.
 """
 
 from __future__ import annotations
@@ -100,7 +92,13 @@ def format_timestamp(timestamp: float, line: str = "") -> str:
 
 
 class LogView(ScrollView, can_focus=True):
-    """The lines of one log, scrolled with the keyboard or mouse; see the module docstring."""
+    """The lines of one log, scrolled with the keyboard or mouse.
+
+    Follow mode keeps the end in view. Scrolling up (keys, wheel, scrollbar), moving the cursor or
+    jumping to a search match pauses it; the status says so with the count of lines that arrived since;
+    `G`/`End` (or scrolling back down to the end) resumes it. While paused the view stays on the same
+    lines even as old ones drop off the front of the buffer.
+    """
 
     ALLOW_SELECT = True
     COMPONENT_CLASSES = {"logview--timestamp", "logview--gap", "logview--match", "logview--cursor"}
@@ -199,7 +197,8 @@ class LogView(ScrollView, can_focus=True):
         self._after_append(old_end, anchor)
 
     def flush(self) -> None:
-        """Move queued lines into the buffer and update the screen once."""
+        """Move queued lines into the buffer and update the screen once: one buffer append, one index
+        update, one scroll and one repaint a batch (`push` costs two list appends a line)."""
         self._flush_pending = False
         if not self._incoming:
             return
