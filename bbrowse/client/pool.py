@@ -3,14 +3,8 @@
 Opening a TCP connection per call would cost more than the call itself on loopback, so clients with
 the same config share keep-alive connections. httpx connections belong to the event loop that made
 them, hence the registry is per loop (a weak mapping: a finished loop drops its clients). Call
-`close_shared_clients()` at shutdown to close the connections of the running loop.
-
-Streams never starve calls. A streamed response (SSE: log and output follows, watches; downloads)
-holds its connection for as long as it is open, so streams and short calls have separate pools: what
-is sent with `stream=True` goes to a pool without a cap, every other call to the bounded one
-(`MAX_CALL_CONNECTIONS`). An app with 150 log panes open still lists its sessions at once
-(`tests/test_pool.py`, `bench/bench_streams_vs_calls.py`). The attach WebSocket has its own
-connection anyway.
+`close_shared_clients()` at shutdown to close the connections of the running loop. Streams never
+starve calls: they have a pool of their own (`PooledClient`; docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -53,7 +47,12 @@ def _key(config: ClientConfig) -> PoolKey:
 class PooledClient(httpx.AsyncClient):
     """An httpx client whose streamed responses use a second, uncapped pool (`streams`), so they never
     take the connections short calls wait for. Requests are built by this client (base URL, token,
-    timeouts); only the connection they travel on differs."""
+    timeouts); only the connection they travel on differs.
+
+    A streamed response (SSE: log and output follows, watches; downloads) holds its connection for as
+    long as it is open; every other call goes to the bounded pool (`MAX_CALL_CONNECTIONS`). An app with
+    150 log panes open still lists its sessions at once (`tests/test_pool.py`,
+    `bench/bench_streams_vs_calls.py`). The attach WebSocket has its own connection anyway."""
 
     def __init__(self, *, streams: httpx.AsyncClient, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -1,16 +1,9 @@
 """`bbrowse shell`: a program in a session, in your own terminal, like `ssh` or `kubectl exec -it`.
 
-Terminal mode (stdin is a terminal): the program gets a PTY at the local window size and the local
-terminal goes raw, so every key is a byte for it; the terminal is restored on every way out (return,
-exceptions, SIGTERM/SIGHUP/SIGINT/SIGQUIT, atexit). Keys go to `stdin` in order (`StdinWriter`); output
-comes over `attach` (Kernel sends PTY output nowhere else), or `stdout/stream` where attach is refused;
-SIGWINCH sends the new size. `~.` at the start of a line disconnects, as in ssh (exit 255). The exit
-status is the remote program's (255 when it is no longer known).
-
-Pipe mode (stdin is not a terminal): no PTY, so stdout and stderr stay apart and bytes pass untouched;
-the program runs behind `PIPE_WRAPPER`, which turns length-prefixed chunks on its stdin into a real EOF
-for the program (the contract has no "close stdin"). docs/decisions.md has the alternatives and the
-ways Kernel's VM ends a shell without saying so, which both modes handle.
+Terminal mode (stdin is a terminal: `TerminalSession`) gives the program a PTY and turns the local
+terminal raw; pipe mode (`PipeSession`) keeps stdout and stderr apart and passes bytes untouched. The
+exit status is the remote program's (255 when it is no longer known). docs/decisions.md has the
+alternatives and the ways Kernel's VM ends a shell without saying so, which both modes handle.
 """
 
 from __future__ import annotations
@@ -265,7 +258,13 @@ async def _send_until_closed(stdin: StdinWriter, after: Callable[[], Awaitable[N
 
 
 class TerminalSession(_Session):
-    """Terminal mode: raw local terminal, PTY on the remote side."""
+    """Terminal mode: raw local terminal, PTY on the remote side.
+
+    The PTY starts at the local window size and SIGWINCH sends the new one; every key is a byte for the
+    program, sent to `stdin` in order (`StdinWriter`); output comes over `attach` (Kernel sends PTY output
+    nowhere else), or `stdout/stream` where attach is refused. The terminal is restored on every way out
+    (return, exceptions, SIGTERM/SIGHUP/SIGINT/SIGQUIT, atexit). `~.` at the start of a line disconnects,
+    as in ssh (exit 255)."""
 
     def __init__(self, client: BrowserClient, session: str, fd: int = 0) -> None:
         super().__init__(client, session)
@@ -375,7 +374,10 @@ class TerminalSession(_Session):
 
 
 class PipeSession(_Session):
-    """Pipe mode: local stdin streamed through `PIPE_WRAPPER`; stdout and stderr kept apart."""
+    """Pipe mode: local stdin streamed through `PIPE_WRAPPER`; stdout and stderr kept apart.
+
+    No PTY, so bytes pass untouched; the wrapper turns length-prefixed chunks on its stdin into a real EOF
+    for the program (the contract has no "close stdin")."""
 
     def __init__(self, client: BrowserClient, session: str, fd: int = 0) -> None:
         super().__init__(client, session)

@@ -3,14 +3,8 @@
 Chromium listens on no TCP port (it speaks CDP over a pipe, see `cdp`); this route is the only way in
 from outside, at `/vm/{session_id}/cdp?jwt=...`, so it works from wherever the API works (Playwright's
 `connect_over_cdp`, Puppeteer, a raw WebSocket). The session's `jwt` is checked before the upgrade by
-`BearerAuthMiddleware` (`vm_endpoint.vm_refusal`): a missing, forged, expired or other-session token is
-answered 401 and never reaches this module.
-
-Each WebSocket is one client of the browser's `CDPHub`, in a browser session of its own: it sees the
-browser as if it were alone on it (ids and its session id are translated by the hub), any number of
-clients can be connected at once next to the service's own screenshots and recordings, and closing the
-WebSocket detaches what it attached. When Chromium goes away, every client's WebSocket is closed (1011,
-saying why); the next one to connect gets the new Chromium once the service has started it.
+`BearerAuthMiddleware` (`vm_endpoint.vm_refusal`): a bad token is answered 401 and never reaches this
+module. Each WebSocket is one client of the browser's `CDPHub`, in a browser session of its own.
 """
 
 from __future__ import annotations
@@ -45,7 +39,13 @@ router = APIRouter()
 
 @router.websocket(VM_PREFIX + "/{session_id}/cdp")
 async def cdp_websocket(websocket: WebSocket, session_id: str) -> None:
-    """The session's Chromium DevTools (CDP) for one client; see the module docstring."""
+    """The session's Chromium DevTools (CDP) for one client.
+
+    The client sees the browser as if it were alone on it (ids and its session id are translated by the
+    hub); any number of clients can be connected at once next to the service's own screenshots and
+    recordings, and closing the WebSocket detaches what it attached. When Chromium goes away, every
+    client's WebSocket is closed (1011, saying why); the next one to connect gets the new Chromium once
+    the service has started it."""
     state = service_state(websocket)
     try:
         session = await active_session(session_id, websocket)

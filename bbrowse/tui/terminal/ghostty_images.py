@@ -1,15 +1,11 @@
 """Pictures inside the shell: images a program draws with the kitty graphics protocol.
 
-libghostty-vt stores the images and their placements (`ESC _G ... ESC \\`: transmit, place, delete,
-query; raw RGB/RGBA, zlib and PNG payloads, sent directly or in chunks) and answers the program's
-queries itself, so `kitten icat` and the like see a terminal that supports graphics. This module
-reads back what is visible in the view: for each placement, the image's pixels (cropped to the
-placement's source rectangle) and the grid rectangle it covers. The painter draws it with half
-blocks (two pixels a cell, the way the app draws screenshots without a graphics protocol).
-
-PNG payloads are decoded with Pillow through libghostty's process-wide decoder hook, installed once.
-Only the direct medium (data inside the escape sequence) is enabled: a program on the remote side
-must not be able to make the app read local files.
+libghostty-vt stores the images and their placements and answers the program's queries itself, so
+`kitten icat` and the like see a terminal that supports graphics. This module reads back what is
+visible in the view (`KittyImages`); the painter draws it with half blocks. PNG payloads are decoded
+with Pillow through libghostty's process-wide decoder hook, installed once. Only the direct medium
+(data inside the escape sequence) is enabled: a program on the remote side must not be able to make
+the app read local files.
 """
 
 from __future__ import annotations
@@ -52,7 +48,11 @@ lib.ghostty_sys_set(lib.GHOSTTY_SYS_OPT_DECODE_PNG, _png_decoder)
 
 
 class KittyImages:
-    """Reads the placements of one terminal; pictures are cached by image generation."""
+    """Reads the placements of one terminal; pictures are cached by image generation.
+
+    For each placement: the image's pixels (cropped to the placement's source rectangle) and the grid
+    rectangle it covers. libghostty takes `ESC _G ... ESC \\` (transmit, place, delete, query; raw RGB/RGBA,
+    zlib and PNG payloads, sent directly or in chunks)."""
 
     def __init__(self, terminal) -> None:
         iterator = ffi.new("GhosttyKittyGraphicsPlacementIterator*")

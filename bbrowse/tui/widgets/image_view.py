@@ -1,15 +1,12 @@
 """An image drawn inline with textual-image, scaled to the space it has, keeping its aspect ratio.
 
 textual-image picks its protocol (kitty graphics, sixel, half-cell blocks, unicode) when it is first
-imported, by querying the terminal; once Textual owns the terminal that query is no longer possible.
-So this module imports `textual_image.widget` at import time (through `image_widgets`, which makes that
-probe safe on a terminal of no size): the app must import it (or anything that imports it) before
-`App.run()`.
-
-`BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty), `sixel`, `halfcell`
-or `unicode`. Tests force `halfcell`, which draws with coloured half blocks and works everywhere
-(with bbrowse's own canvas, fast enough for the live view: see `halfcell.py`). Kitty graphics are drawn
-by bbrowse's own canvas too (`kitty.py`: one image id, pixels sent only when they change).
+imported, by querying the terminal, which is no longer possible once Textual owns it: so this module
+imports `textual_image.widget` at import time (through `image_widgets`), and the app must import it
+before `App.run()`. `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty),
+`sixel`, `halfcell` or `unicode`. Tests force `halfcell`. Half cells and kitty graphics are drawn by
+bbrowse's own canvases (`halfcell.py`, fast enough for the live view; `kitty.py`, one image id, pixels
+sent only when they change).
 """
 
 from __future__ import annotations
