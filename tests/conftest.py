@@ -6,6 +6,7 @@ directory. Tests talk to it over real HTTP: raw httpx, bbrowse's client, or the 
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
@@ -78,9 +79,14 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
     """Start `bbrowse serve` on 127.0.0.1 and wait until it answers (with `ignored_signals` ignored, as a
     script's background job starts it; `extra_args` after `serve`, `verify` for an https service)."""
 
-    def ignore() -> None:
+    # The service dies with the pytest worker that started it (a killed run leaves no service behind):
+    # SIGTERM lets it close its Chromiums; SIGKILL when the test has it ignore SIGTERM.
+    death = signal.SIGKILL if signal.SIGTERM in ignored_signals else signal.SIGTERM
+
+    def before_exec() -> None:
         for number in ignored_signals:
             signal.signal(number, signal.SIG_IGN)
+        _die_with_parent(death)
 
     state_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "BBROWSE_STATE_DIR": str(state_dir), **(extra_env or {})}
@@ -92,7 +98,7 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
     proc = subprocess.Popen(
         [sys.executable, "-m", "bbrowse", "serve", "--port", str(port), *extra_args],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        preexec_fn=ignore if ignored_signals else None,
+        preexec_fn=before_exec,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -111,6 +117,17 @@ def start_service(state_dir: Path, extra_env: dict[str, str] | None = None, port
         time.sleep(0.05)
     proc.kill()
     raise RuntimeError("bbrowse serve did not answer within 30 s")
+
+
+# prctl, looked up before any fork: a child between fork and exec must not import (another thread may hold
+# the import lock).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
+def _die_with_parent(number: signal.Signals) -> None:
+    """In a child before exec: have Linux send `number` when the thread that started it dies (no-op elsewhere)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(number), 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def stop_service(handle: ServiceHandle) -> None:

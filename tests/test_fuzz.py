@@ -119,6 +119,9 @@ def fuzz_schema(target: FuzzTarget):
         "headers": target.headers,
         "request-timeout": 20,
         "generation": {"mode": "all", "max-examples": EXAMPLES},
+        # Each path is sent methods it lacks (a 405 in the contract's shape): one another route has, one
+        # no route has, and OPTIONS; the long run sends all eight.
+        **({} if SEED else {"phases": {"coverage": {"unexpected-methods": ["patch", "trace", "options"]}}}),
         "checks": {
             # A schema-valid request may still be refused for what the machine holds (a missing command,
             # a directory given to read_file, an unknown user): that is the service working, not a bug.
@@ -162,6 +165,10 @@ def _new_process(target: FuzzTarget, tty: bool) -> str:
     return r.json()["process_id"]
 
 
+def _in_coverage_phase(case: Case) -> bool:
+    return case.meta is not None and case.meta.phase.name == "coverage"
+
+
 def aim(case: Case, target: FuzzTarget) -> None:
     """Point this case at real objects (most of the time) and keep generated commands harmless."""
     path, method = case.operation.path, case.method.upper()
@@ -169,6 +176,10 @@ def aim(case: Case, target: FuzzTarget) -> None:
     if "id_or_name" in params and _aimed(case, "session"):
         if path == "/browsers/{id_or_name}" and method == "DELETE":
             params["id_or_name"] = target.deleted_session_id  # never the shared session: a 410
+        elif path.endswith("/telemetry/stream") and _in_coverage_phase(case) and not SEED:
+            # A telemetry stream of a live session stays open STREAM_SECONDS; the coverage phase opens a dozen.
+            # The deleted session's checks its input the same, then answers its past events and ends.
+            params["id_or_name"] = target.deleted_session_id
         else:
             params["id_or_name"] = _pick(case, "sid", [target.session_id, "fuzzed", target.deleted_session_id])
     if "process_id" in params and _aimed(case, "process"):
