@@ -3,10 +3,7 @@
 On Kernel only CDP, WebDriver/BiDi and live-view clients and computer-controls calls count as activity:
 a shell, a log stream or file browsing does not, and the session is deleted under the person after its
 `timeout_seconds`. While the app shows a session, or `bbrowse shell` / `bbrowse logs --follow` runs on
-it, bbrowse holds a WebSocket to the session's `cdp_ws_url` and sends nothing on it (CDP is quiet to a
-client that enabled no domain). When it drops (Kernel closes CDP sockets after about an hour; a
-Chromium restart) the session is read again for a fresh `cdp_ws_url` and the connection reopened with
-backoff. Closing the holder closes the connection: the session's own timeout applies again.
+it, bbrowse holds a WebSocket to the session's `cdp_ws_url` and sends nothing on it.
 
     async with KeepAlive(client, session_id):
         ...                                  # the session stays alive meanwhile
@@ -67,6 +64,10 @@ class KeepAlive:
         await self.aclose()
 
     async def _hold(self) -> None:
+        """Hold the WebSocket, sending nothing (CDP is quiet to a client that enabled no domain). When it
+        drops (Kernel closes CDP sockets after about an hour; a Chromium restart) the session is read
+        again for a fresh `cdp_ws_url` and the connection reopened with backoff. Closing the holder
+        closes it: the session's own timeout applies again."""
         failures = 0
         loop = asyncio.get_running_loop()
         while True:

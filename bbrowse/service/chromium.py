@@ -1,15 +1,11 @@
 """The Chromium of one session: launch, supervise, relaunch after a crash, close.
 
 Each session has its own Chromium (its own profile directory) started with `--remote-debugging-pipe`:
-no TCP port, and the service holds the only door to it, a `cdp.CDPHub` on the pipe. The service's CDP
-client keeps its page session open (a screenshot is one round trip); `cdp_proxy`'s WebSocket clients
-(Playwright's `connect_over_cdp`) are further clients of the hub. Its output is the session's log
-`chromium`; it runs in its own process group with a parent-death signal.
-
-When Chromium dies the reason is logged and the hub's clients are told; the next request that needs
-the browser answers 503 `browser_unavailable` with that reason and starts a new one in the background.
-Nothing restarts by itself, so a Chromium that crashes at once cannot loop. Without a Chromium binary
-the session still has processes, files and logs; headful sessions run under their own Xvfb.
+no TCP port, and the service holds the only door to it, a `cdp.CDPHub` on the pipe; `cdp_proxy`'s
+WebSocket clients are further clients of the hub. Its output is the session's log `chromium`; it runs in
+its own process group with a parent-death signal. Nothing restarts by itself, so a Chromium that crashes
+at once cannot loop (`ChromiumBrowser`). Without a Chromium binary the session still has processes,
+files and logs; headful sessions run under their own Xvfb.
 """
 
 from __future__ import annotations
@@ -57,7 +53,12 @@ class PageTarget:
 
 
 class ChromiumBrowser:
-    """The Chromium of one session and the CDP connection the service keeps to it."""
+    """The Chromium of one session and the CDP connection the service keeps to it.
+
+    The service's page session stays open, so a screenshot is one round trip. When Chromium dies the
+    reason is logged and the hub's clients are told; the next request that needs the browser answers 503
+    `browser_unavailable` with that reason and starts a new one in the background.
+    """
 
     def __init__(self, session: Session, binary: str | None, xvfb_binary: str | None, configured: str | None) -> None:
         self.session = session

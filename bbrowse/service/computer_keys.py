@@ -4,12 +4,7 @@ Names are X11 keysym names as xdotool takes them ("Return", "BackSpace", "F5", "
 plus the aliases people write ("Ctrl", "Enter", "Esc", "PageUp", "Cmd"), matched without regard
 to case when the exact spelling is not a keysym. A combination joins names with "+" ("Ctrl+t",
 "Ctrl+Shift+Tab"); a literal "-" or "+" is accepted for minus and plus ("Ctrl+-", "Ctrl++").
-
-Each name resolves to a `Key`: its keysym (what xdotool is given) and the DOM description CDP's
-`Input.dispatchKeyEvent` needs (key, code, virtual key code, the text it types, the modifier bit
-it sets). A name neither in the table nor a single character is refused with 400; on a headful
-session any other name X11 itself knows (`XStringToKeysym`, e.g. "XF86AudioMute") is let through
-to xdotool, since only a headless session needs the DOM description.
+Each name resolves to a `Key`: its keysym for xdotool and the DOM description CDP needs.
 """
 
 from __future__ import annotations
@@ -165,7 +160,11 @@ def x11_knows(name: str) -> bool:
 
 
 def resolve(name: str, field: str, allow_x11: bool) -> Key:
-    """The `Key` a name means; 400 naming `field` when there is none."""
+    """The `Key` a name means; 400 naming `field` when there is none.
+
+    A name neither in the table nor a single character is refused; with `allow_x11` (a headful session)
+    any other name X11 itself knows (`XStringToKeysym`, e.g. "XF86AudioMute") is let through to xdotool,
+    since only a headless session needs the DOM description."""
     if name in KEYS:
         return KEYS[name]
     if len(name) == 1:

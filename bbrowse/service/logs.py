@@ -1,15 +1,8 @@
 """Following a log file: its existing lines, then new ones as they are appended, across truncation and rotation.
 
 A polling follower (why not inotify: docs/decisions.md) that reads again at once while data comes and
-sleeps POLL_SECONDS between `stat` checks when the file is idle. What a reader sees:
-
-- a line ends at `\\n` (a `\\r` before it is stripped too), decoded as UTF-8 with replacement;
-- a partial last line waits for its newline, but is sent alone after PARTIAL_LINE_FLUSH_SECONDS
-  without new data (a prompt shows up), at truncation or rotation, at the end of a no-follow stream,
-  or past MAX_LINE_BYTES;
-- a file shrinking below the read offset is read again from its start; a path that names another
-  file (rotation) has the old file drained first, then the new one read from its start;
-- timestamps are the time a line was read, UTC.
+sleeps POLL_SECONDS between `stat` checks when the file is idle. Lines are timestamped with the time
+they were read, UTC. What a reader sees at a partial line, a truncation or a rotation: `LogFollower`.
 """
 
 from __future__ import annotations
@@ -117,7 +110,14 @@ def _cancelling() -> bool:
 
 
 class LogFollower:
-    """Batches of lines from one log file; see the module docstring for the rules.
+    """Batches of lines from one log file.
+
+    - a line ends at `\\n` (a `\\r` before it is stripped too), decoded as UTF-8 with replacement;
+    - a partial last line waits for its newline, but is sent alone after PARTIAL_LINE_FLUSH_SECONDS
+      without new data (a prompt shows up), at truncation or rotation, at the end of a no-follow stream,
+      or past MAX_LINE_BYTES;
+    - a file shrinking below the read offset is read again from its start; a path that names another
+      file (rotation) has the old file drained first, then the new one read from its start.
 
     Owns `file` (already opened with `files.open_regular_file`, so a missing file was a 404
     before any stream started) and closes it, and any file it rotates to, when iteration ends.

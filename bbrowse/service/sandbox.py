@@ -1,15 +1,10 @@
 """Each session a sandbox: Linux namespaces made by bubblewrap, as Kernel gives each session a VM of its own.
 
-At session create `bwrap` starts one long-lived sandbox (user, mount, PID, IPC, UTS namespaces, and
-network for an `offline` session): the host's system directories read-only, its own home, `/root`,
-`/tmp`, `/var/tmp` and working directory `/workspace`, kept host-side under the session's `sandbox/`.
-Processes join it through `nsenter` (`command_prefix`) rather than a bwrap each, which is much cheaper
-(docs/decisions.md). The service's own file calls run on worker threads that entered the sandbox's mount
-namespace, so every path resolves as it does inside and nothing can point them at the host.
-
-`as_user` names a user of the sandbox (`kernel`, uid 1000, or `root`); `kernel` is a nested user
-namespace, as only one uid maps into an unprivileged one. Deleting a session SIGKILLs the sandbox's
-pid 1, which ends every process in it, then removes `sandbox/`.
+At session create `bwrap` starts one long-lived sandbox; processes join it through `nsenter`
+(`command_prefix`) rather than a bwrap each, which is much cheaper (docs/decisions.md). The service's own
+file calls run on worker threads that entered the sandbox's mount namespace, so every path resolves as it
+does inside and nothing can point them at the host. Deleting a session SIGKILLs the sandbox's pid 1,
+which ends every process in it, then removes `sandbox/`.
 """
 
 from __future__ import annotations
@@ -136,7 +131,12 @@ def _passwd(host_group: str) -> tuple[str, str]:
 
 
 class Sandbox:
-    """One session's sandbox: started by `start`, joined by `command_prefix` and `run`, ended by `stop`."""
+    """One session's sandbox: started by `start`, joined by `command_prefix` and `run`, ended by `stop`.
+
+    User, mount, PID, IPC and UTS namespaces (and network for an `offline` session): the host's system
+    directories read-only, its own home, `/root`, `/tmp`, `/var/tmp` and working directory `/workspace`,
+    kept host-side under the session's `sandbox/`.
+    """
 
     def __init__(self, support: SandboxSupport, base: Path, workdir: Path, hostname: str, offline: bool) -> None:
         self.support = support
@@ -258,7 +258,8 @@ class Sandbox:
         return self.process is not None and self.process.returncode is None
 
     def user_for(self, as_user: str | None, as_root: bool) -> str | None:
-        """None for root, or the sandbox user a process runs as; 400 for a user the sandbox has not."""
+        """None for root, or the sandbox user a process runs as (`kernel`, uid 1000: a nested user namespace,
+        as only one uid maps into an unprivileged one); 400 for a user the sandbox has not."""
         if as_root or not as_user or as_user in ("root", "0"):
             return None
         for name, (uid, _home) in USERS.items():
