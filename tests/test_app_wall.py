@@ -17,6 +17,7 @@ from app_support import make_app, type_text, use_downloads_dir, wait_for, wait_f
 
 from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.screens import wall as wall_module
 from bbrowse.tui.screens.broadcast import BroadcastScreen
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -54,7 +55,9 @@ async def make_sessions(http: httpx.AsyncClient, prefix: str, count: int, *, at_
     return [await make(i) for i in range(count)]
 
 
-async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_service, browserless_http) -> None:
+async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_service, browserless_http,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr(wall_module, "LIST_SECONDS", 0.3)
     tag = uuid.uuid4().hex[:6]
     mine = await make_sessions(browserless_http, f"wall-{tag}", 6)
     other = (await browserless_http.post("/browsers", json={"name": f"other-{tag}"})).json()
@@ -95,6 +98,11 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(wall.browsers) == 4)
         assert not wall.selection
+        # a session made elsewhere that matches the filter joins the wall
+        mine.append((await browserless_http.post("/browsers", json={"name": f"wall-{tag}-6"})).json())
+        await wait_for(pilot, lambda: "5 sessions" in str(wall.query_one("#wall-status").render()), what="listed")
+        await pilot.press("pagedown")
+        await wait_for(pilot, lambda: shown_names(app) == [f"wall-{tag}-6"])
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
         listed = {key.value for key in app.screen.query_one("#sessions-table").rows}

@@ -13,19 +13,23 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.message import Message
 from textual.widgets import Static
 
 from bbrowse.client import ClientError
 from bbrowse.client.screencast import Screencast
 from bbrowse.tui import bulk
 from bbrowse.tui.app_services import services
+from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.selection import SelectionActions
+from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.tile import (
     FrameSource,
@@ -43,6 +47,13 @@ TILE_WIDTH = 38
 TILE_HEIGHT = 10
 #: Seconds between two listings of the sessions while the wall is shown.
 LIST_SECONDS = 3.0
+
+
+@dataclass
+class SessionsListed(Message):
+    """The sessions listed now that match the filter (the list worker's report; the mounted wall draws it)."""
+
+    browsers: list[Browser]
 
 
 def grid_shape(width: int, height: int, count: int = 16) -> tuple[int, int]:
@@ -103,20 +114,23 @@ class WallScreen(SelectionActions, BbrowseScreen):
         #: When `w` was pressed, and when every tile of the first page had its first frame (benchmarks).
         self.opened_at = time.monotonic()
         self.full_at: float | None = None
+        if live and source_for is None:  # the first page's screencasts start now, before the wall is even composed
+            width, height = self.app.size
+            columns, rows = grid_shape(width, height - 3, len(self.browsers))
+            client = services(self).connected_client()
+            self._warm = {b.session_id: warm_screencast(client, b)
+                          for b in self.browsers[:columns * rows] if not b.deleted_at}
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         yield Static("", id="wall-status", markup=False)
         yield Grid(id="wall-grid")
-        yield Static("No session to show. Press esc to go back, n there to create one.", id="wall-empty")
+        empty = "No session to show. Press {wall.back} to go back, {sessions.create} there to create one."
+        yield Static(hint_text(empty, keymap_of(self.app)), id="wall-empty", markup=False)
         yield BbrowseFooter()
 
     async def on_mount(self) -> None:
         self.shape = self._fitting_shape()
-        if self._live and self._source_for is None:  # the first page's screencasts start while its tiles are built
-            client = services(self).connected_client()
-            first = self.browsers[self.page * self.per_page:(self.page + 1) * self.per_page]
-            self._warm = {b.session_id: warm_screencast(client, b) for b in first if not b.deleted_at}
         await self._build_grid()
         self._show_page()
         self.set_interval(1.0, self._tick)
@@ -194,12 +208,13 @@ class WallScreen(SelectionActions, BbrowseScreen):
         columns, rows = self.shape
         parts = [f"{bulk.plural(len(self.browsers), 'session')}", f"{columns}×{rows}"]
         if self.pages > 1:
-            parts.append(f"page {self.page + 1}/{self.pages} (PgUp/PgDn)")
+            parts.append(f"page {self.page + 1}/{self.pages} ({{wall.previous_page}}/{{wall.next_page}})")
         if self.selection:
-            parts.append(f"{len(self.selection)} selected (d delete · S screenshots · R record · b broadcast)")
+            parts.append(f"{len(self.selection)} selected ({{wall.delete}} delete · {{wall.screenshots}} screenshots · "
+                         "{wall.record} record · {wall.broadcast} broadcast)")
         else:
-            parts.append("space selects")
-        self.query_one("#wall-status", Static).update(" · ".join(parts))
+            parts.append("{wall.select} selects")
+        self.query_one("#wall-status", Static).update(hint_text(" · ".join(parts), keymap_of(self.app)))
 
     def _tick(self) -> None:
         """Once a second: the idle times and badges move on; the first full wall is noted."""
@@ -224,25 +239,30 @@ class WallScreen(SelectionActions, BbrowseScreen):
 
     @work(exclusive=True, group="wall-list")
     async def _refresh_list(self) -> None:
-        """Sessions come and go while the wall is shown: the tiles follow (and the grid, its count)."""
+        """Sessions come and go while the wall is shown: the list is asked for, `_sessions_listed` follows it."""
         if self._covered:
             return
-        app = services(self)
         try:
-            listed = [b async for b in app.connected_client().sessions.list(page_size=100)]
+            listed = [b async for b in services(self).connected_client().sessions.list(page_size=100)]
         except ClientError:
             return  # the sessions table says it; the tiles keep what they show
-        fresh = [b for b in listed if self.matches(b)]
-        if [b.session_id for b in fresh] != [b.session_id for b in self.browsers]:
-            current = self.current()
-            self.browsers = fresh
-            if current is not None:
-                ids = [b.session_id for b in fresh]
-                if current.session_id in ids:
-                    self.cursor = ids.index(current.session_id)
-            self.selection.intersection_update(b.session_id for b in fresh)
-            await self._reshape()
-            self._show_page()
+        self.post_message(SessionsListed([b for b in listed if self.matches(b)]))
+
+    @on(SessionsListed)
+    async def _sessions_listed(self, message: SessionsListed) -> None:
+        """The tiles follow the sessions listed (and the grid, their count)."""
+        fresh = message.browsers
+        if self._covered or [b.session_id for b in fresh] == [b.session_id for b in self.browsers]:
+            return
+        current = self.current()
+        self.browsers = fresh
+        if current is not None:
+            ids = [b.session_id for b in fresh]
+            if current.session_id in ids:
+                self.cursor = ids.index(current.session_id)
+        self.selection.intersection_update(b.session_id for b in fresh)
+        await self._reshape()
+        self._show_page()
 
     def deleting(self, session_ids: Iterable[str]) -> None:
         if self._host is not None:

@@ -38,6 +38,9 @@ from bbrowse.wire import Browser
 POLL_SECONDS = 0.75
 #: Seconds between two looks at a shown session's replays (the recording badge).
 REPLAYS_SECONDS = 5.0
+#: The first look at the replays waits for the tile's first frame, at most this long: as the wall opens, the
+#: service has every tile's screencast to start first.
+REPLAYS_FIRST_WAIT = 2.0
 #: The session may be reaped when less than this share of its inactivity timeout is left (at least
 #: REAP_WARN_SECONDS).
 REAP_WARN_SHARE = 0.2
@@ -256,6 +259,7 @@ class SessionTile(Widget):
         self.source: FrameSource | None = None
         self._pull_task: asyncio.Task[None] | None = None
         self._replays_task: asyncio.Task[None] | None = None
+        self._first_frame = asyncio.Event()
         self.selected = False
         self._drawn_title: str | None = None
         self._drawn_line: Text | None = None
@@ -313,6 +317,7 @@ class SessionTile(Widget):
         if self.browser is None or self.browser.deleted_at or self.pulling:
             return
         browser = self.browser
+        self._first_frame = asyncio.Event()
         self._pull_task = asyncio.create_task(self._pull(browser), name=f"tile-{browser.session_id}")
         self._replays_task = asyncio.create_task(self._watch_replays(client, browser.session_id))
 
@@ -355,6 +360,7 @@ class SessionTile(Widget):
         if state.down is not None:
             state.down = None
             state.restarted = True
+        self._first_frame.set()
         if state is not self.state:
             return
         self.canvas.show(image)
@@ -367,6 +373,8 @@ class SessionTile(Widget):
 
     async def _watch_replays(self, client: BrowserClient, session_id: str) -> None:
         state = self.state
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._first_frame.wait(), REPLAYS_FIRST_WAIT)
         while True:
             with contextlib.suppress(ClientError):
                 replays = await client.replays.list(session_id)
