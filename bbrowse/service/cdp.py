@@ -2,13 +2,8 @@
 
 Chromium runs with `--remote-debugging-pipe`: no TCP port (nothing another local user could reach);
 commands go in on its fd 3 and replies and events come out on fd 4, each a JSON text ended by NUL. Every
-user of the browser goes through the one `CDPHub` on that pipe. Each client (the service's own
-`CDPConnection`, each WebSocket of `cdp_proxy`) gets a browser-level flat session of its own
-(`Target.attachToBrowserTarget`), so it sees the browser as if it had it alone: message ids are made
-unique on the pipe and restored in replies, and events of the sessions it attached reach it alone
-(ownership learnt from `Target.attachedToTarget`). A client that leaves is detached, ending what it
-attached. When the pipe ends every client is told and every waiting command fails with
-`CDPClosedError`: nothing waits on a dead browser.
+user of the browser goes through the one `CDPHub` on that pipe: the service's own `CDPConnection` and
+each WebSocket of `cdp_proxy`, each as if it had the browser alone.
 """
 
 from __future__ import annotations
@@ -186,7 +181,14 @@ class _Pending:
 
 
 class CDPHub:
-    """One Chromium's DevTools pipe, multiplexed between clients that each have a browser session."""
+    """One Chromium's DevTools pipe, multiplexed between clients that each have a browser session.
+
+    Each client gets a browser-level flat session of its own (`Target.attachToBrowserTarget`): message ids
+    are made unique on the pipe and restored in replies, and events of the sessions it attached reach it
+    alone (ownership learnt from `Target.attachedToTarget`). A client that leaves is detached, ending what
+    it attached. When the pipe ends every client is told and every waiting command fails with
+    `CDPClosedError`: nothing waits on a dead browser.
+    """
 
     def __init__(self, label: str) -> None:
         self.label = label

@@ -3,12 +3,8 @@
 A headless Chromium has no screen to put a pointer on, so the service keeps the pointer itself
 (where it is, which buttons are down, which modifiers are held) and sends each step as
 `Input.dispatchMouseEvent` / `Input.dispatchKeyEvent` with the page's own coordinates, which are
-the screenshot's pixels. Characters no key types (é, 日本) go in with `Input.insertText`.
-
-What a page cannot see differs from a real display: browser shortcuts that never reach the page
-(Ctrl+T opens no tab) do nothing, and the clipboard is the page's: writing stores the text and
-offers it to the page's clipboard (`navigator.clipboard`, where the page's origin allows it), and
-reading returns what the page copied when it can be read, else the last text written.
+the screenshot's pixels. Characters no key types (é, 日本) go in with `Input.insertText`. Browser
+shortcuts that never reach the page (Ctrl+T opens no tab) do nothing.
 """
 
 from __future__ import annotations
@@ -203,6 +199,8 @@ class CDPInput:
         return result.get("result", {}).get("value")
 
     async def read_clipboard(self) -> str:
+        """The clipboard is the page's: what the page copied when it can be read (`navigator.clipboard`,
+        where the page's origin allows it), else the last text written (which was offered to the page)."""
         await self._grant_clipboard()
         with contextlib.suppress(ServiceError, TimeoutError, LookupError):
             value = await self._evaluate("navigator.clipboard.readText()")

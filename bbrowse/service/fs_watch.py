@@ -5,10 +5,6 @@ milliseconds. Events are named as Kernel's server (fsnotify) names them: CREATE 
 in), WRITE, DELETE, RENAME (a move's old name; the new one comes as a CREATE); `is_dir` comes from the
 kernel's event. A recursive watch adds every directory below the root and each one made later, and
 reports what a new directory already holds as CREATE events, so nothing made there goes unseen.
-
-Events wait in a bounded queue (the oldest dropped and logged when full) until the one reader takes
-them; a new stream takes over from the previous one, so a client that lost its connection reopens it.
-The watch ends when stopped, with its session, or when the watched directory goes (a last DELETE).
 """
 
 from __future__ import annotations
@@ -77,6 +73,11 @@ def libc() -> ctypes.CDLL:
 
 @dataclass
 class Watch:
+    """One watch. Events wait in a bounded queue (the oldest dropped and logged when full) until the one
+    reader takes them; a new stream takes over from the previous one, so a client that lost its
+    connection reopens it. The watch ends when stopped, with its session, or when the watched directory
+    goes (a last DELETE)."""
+
     watch_id: str
     root: str
     recursive: bool

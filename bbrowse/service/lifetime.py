@@ -1,14 +1,9 @@
 """Children that end with the service: the guardian, and the parent-death signal.
 
 Every child runs in its own session (signalled as a group), so it would outlive a service killed
-without cleaning up (SIGKILL, the OOM killer). Two mechanisms:
-
-- `watch_child(pid)` tells the guardian (`guardian.py`) about each child right after it started, a
-  write of a few bytes, so spawns keep CPython's vfork path (a `preexec_fn` forks in full; the cost is
-  in docs/decisions.md). When the service dies the guardian SIGKILLs every process left in those
-  sessions, grandchildren included. Every spawned process and ffmpeg is watched.
-- `die_with_service` (a `preexec_fn`: the kernel SIGKILLs the child when the service dies) where a
-  fork happens anyway (PTY children, Chromium, Xvfb). It covers the child alone.
+without cleaning up (SIGKILL, the OOM killer). Two mechanisms: `watch_child(pid)` tells the guardian
+about every spawned process and ffmpeg; `die_with_service` is a `preexec_fn` for the children forked
+anyway (PTY children, Chromium, Xvfb).
 """
 
 from __future__ import annotations
@@ -35,7 +30,8 @@ GUARDIAN_SCRIPT = Path(__file__).with_name("guardian.py")
 
 
 def die_with_service() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """`preexec_fn`: SIGKILL this child if the service dies without cleaning up."""
+    """`preexec_fn`: SIGKILL this child if the service dies without cleaning up (the kernel's parent-death
+    signal, for children forked anyway). It covers the child alone, not its own children."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -128,5 +124,9 @@ GUARDIAN = Guardian()
 
 
 def watch_child(pid: int) -> None:
-    """Make sure the child `pid` (and its session) ends when the service does, even by SIGKILL."""
+    """Make sure the child `pid` (and its session) ends when the service does, even by SIGKILL.
+
+    A write of a few bytes to the guardian (`guardian.py`) right after the child started, so spawns keep
+    CPython's vfork path (a `preexec_fn` forks in full; the cost is in docs/decisions.md). When the
+    service dies the guardian SIGKILLs every process left in those sessions, grandchildren included."""
     GUARDIAN.watch(pid)

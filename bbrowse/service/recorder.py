@@ -2,13 +2,9 @@
 
 Chromium sends a frame only when the page changes, so the recorder feeds the latest frame to ffmpeg on
 a steady clock at the replay's `framerate`: the video lasts as long as the recording did. libx264 (mpeg4
-without it), yuv420p, `+faststart`; ffmpeg's output is the session's log `recorder`.
-
-A replay is recording, then finalising (ffmpeg writing the index), then ready or failed; a download
-before it is ready answers 202 with `Retry-After`. `max_duration_in_seconds`, the session ending and
-Chromium dying all stop it the same way, keeping what was recorded. Replays outlive their session
-(`<state dir>/replays/<session id>/`) until retention removes them; never while recording, finalising,
-open for a download, or within IN_USE_GRACE_SECONDS of being looked up.
+without it), yuv420p, `+faststart`; ffmpeg's output is the session's log `recorder`. Replays outlive
+their session (`<state dir>/replays/<session id>/`) until retention removes them; never while recording,
+finalising, open for a download, or within IN_USE_GRACE_SECONDS of being looked up.
 """
 
 from __future__ import annotations
@@ -58,6 +54,10 @@ FFMPEG_INSTALL_HINT = "install ffmpeg (e.g. `sudo apt-get install ffmpeg`)"
 
 
 class ReplayState(StrEnum):
+    """Recording, then finalising (ffmpeg writing the index), then ready or failed; a download before it
+    is ready answers 202 with `Retry-After`. `max_duration_in_seconds`, the session ending and Chromium
+    dying all stop a recording the same way, keeping what was recorded."""
+
     RECORDING = "recording"
     FINALISING = "finalising"
     READY = "ready"

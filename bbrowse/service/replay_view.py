@@ -2,13 +2,10 @@
 
 `replay_view_url` must open in a plain browser, which sends no bearer token, so it carries its own
 proof: an HS256 `jwt` (PyJWT) naming the session, the replay and an expiry, signed with a secret the
-service draws at startup and never writes anywhere. The auth middleware lets `/replay-view` through
-without the bearer token; these routes verify the jwt themselves and answer 401 `unauthorized` when
-it is missing, tampered with, expired, or made for another replay. URLs therefore stop working when
-the service restarts (its replay list does too); listing replays again gives fresh URLs.
-
-The page is a minimal HTML document with a `<video>` whose source is `/replay-view/video`, checked
-with the same token (the video route serves Range requests, so seeking works).
+service draws at startup and never writes anywhere. The auth middleware lets `/replay-view` through;
+these routes verify the jwt themselves and answer 401 `unauthorized` when it is missing, tampered with,
+expired, or made for another replay. URLs stop working when the service restarts (its replay list does
+too); listing replays again gives fresh URLs.
 """
 
 from __future__ import annotations
@@ -54,7 +51,10 @@ class ReplayTokens:
 
 
 def viewer_page(replay_id: str, token: str, ready: bool, note: str = "", reload: bool = True) -> str:
-    """The HTML a replay link opens: the video when it is ready, else a note (reloading while it may change)."""
+    """The HTML a replay link opens: the video when it is ready, else a note (reloading while it may change).
+
+    A minimal document with a `<video>` whose source is `/replay-view/video`, checked with the same token
+    (the video route serves Range requests, so seeking works)."""
     title = html.escape(f"bbrowse replay {replay_id}")
     src = html.escape(f"{VIDEO_PATH}?{urlencode({'replay_id': replay_id, 'jwt': token})}")
     if ready:

@@ -1,14 +1,10 @@
 """Retention: the state directory stays bounded, by age and by size, for a service that runs for weeks.
 
 A pass (at start, every `interval`, and on SIGUSR1) rotates the service log past `log_rotate_bytes`,
-removes what ended longer ago than `keep_seconds` (an ended session's directory with its replays,
-unreadable session directories, orphan replays, rotated logs), then, while the directory is larger than
-`max_bytes`, more of the same, oldest first. Never touched: an active session's files, a record of an
-unknown format version, a replay recording or finalising, a file the service has open, replays looked
-up in the last minutes; when only such files are left over the limit, the log says so.
-
-Removal forgets the session (404 instead of 410) and its replays. The walk runs in a worker thread;
-the clock is injectable (`clock`; `BBROWSE_CLOCK_FILE` for tests of a running service).
+removes what ended longer ago than `keep_seconds`, then, while the directory is larger than `max_bytes`,
+more of the same, oldest first (`Retention._pass`). Removal forgets the session (404 instead of 410) and
+its replays. The walk runs in a worker thread; the clock is injectable (`clock`; `BBROWSE_CLOCK_FILE`
+for tests of a running service). docs/reliability.md has the story and the figures.
 """
 
 from __future__ import annotations
@@ -205,6 +201,10 @@ class Retention:
     # one pass (worker thread) -----------------------------------------------
 
     def _pass(self, active: set[str]) -> PassReport:
+        """Removed: an ended session's directory with its replays, unreadable session directories, orphan
+        replays, rotated logs. Never touched: an active session's files, a record of an unknown format
+        version, a replay recording or finalising, a file the service has open, replays looked up in the
+        last minutes; when only such files are left over the limit, the log says so."""
         report = PassReport()
         report.rotated_log = self._rotate_service_log()
         now = self.clock()

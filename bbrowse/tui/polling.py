@@ -5,10 +5,6 @@ person can see it: its screen is the one shown (a dialog over it still shows it)
 it. Each answer that changed nothing doubles the wait before the next (up to `longest`); a change, a
 key of the user's (`poke`) or the table coming back into view starts again from `every`. A 429's
 `Retry-After` (`RateLimited.retry_after`) is waited out before the next call, whatever the backoff says.
-
-The ticking timer is local (no request, at most a second apart): a tick asks the service only when the
-table is in view and its wait is over, or at once when it has just come back into view. The owner's
-worker does the call and reports how it went with `done(...)`.
 """
 
 from __future__ import annotations
@@ -44,7 +40,12 @@ def in_view(node: DOMNode) -> bool:
 
 
 class Poller:
-    """Calls `refresh` (which starts the owner's worker) while `visible()` holds and the wait is over."""
+    """Calls `refresh` (which starts the owner's worker) while `visible()` holds and the wait is over.
+
+    The ticking timer is local (no request, at most a second apart): a tick asks the service only when
+    the table is in view and its wait is over, or at once when it has just come back into view. The
+    owner's worker does the call and reports how it went with `done(...)`.
+    """
 
     def __init__(self, owner: Widget, refresh: Callable[[], object], *, visible: Callable[[], bool] | None = None,
                  every: float = 2.0, longest: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
