@@ -151,8 +151,8 @@ class ChromiumBrowser:
         return browser_unavailable(f"{reason}; a new Chromium is starting, retry in a moment")
 
     async def screenshot(self, clip: dict[str, int] | None = None) -> bytes:
-        # optimizeForSpeed: a faster zlib level, same pixels. On a page that animates, the capture takes
-        # 200 ms instead of 500+, and the PNG decodes 3x faster (the live view's frame rate hangs on both).
+        # optimizeForSpeed: a faster zlib level, same pixels; the capture and the PNG's decoding both take
+        # less (the live view's frame rate hangs on both; figures: docs/decisions.md).
         params: dict[str, Any] = {"format": "png", "optimizeForSpeed": True}
         if clip is not None:
             metrics = await self.call("Page.getLayoutMetrics")

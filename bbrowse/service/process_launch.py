@@ -190,8 +190,8 @@ def _take_controlling_tty() -> None:  # pragma: no cover - runs in the child bet
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
     _restore_default_signals()
     # A PTY child is forked anyway (this preexec_fn), so it also gets the parent-death signal for free. Pipe
-    # children keep the vfork path (~1.4 ms a spawn instead of ~8 ms at 150 MB of service RSS); the guardian
-    # (`lifetime.watch_child`, for every child) ends both kinds, and their sessions, when the service dies.
+    # children keep the vfork path (cheaper: docs/decisions.md); the guardian (`lifetime.watch_child`, for
+    # every child) ends both kinds, and their sessions, when the service dies.
     die_with_service()
 
 

@@ -34,10 +34,8 @@ from .images import Placement
 CELL_WIDTH_PX = 8
 CELL_HEIGHT_PX = 16
 # The scrollback budget per line: 10 bytes a column plus 256 (a cell takes 8 bytes; pages add their
-# style and grapheme tables). Measured to keep at least the requested lines, with 10 % to spare, of
-# coloured text at 40 to 300 columns (10,000 asked: 11,084 kept at 80 columns, 11,474 at 300). No more
-# than that: every byte of the budget is memory the ingest touches (512 a line kept 43 % more than
-# asked of plain text and ingested it 12 % slower).
+# style and grapheme tables): the least that keeps the requested lines at 40 to 300 columns, since every
+# byte of the budget is memory the ingest touches (figures: docs/decisions.md).
 _BYTES_PER_CELL = 10
 _BYTES_PER_LINE = 256
 KITTY_IMAGE_STORAGE_BYTES = 64 * 1024 * 1024
