@@ -42,8 +42,10 @@ fi
 # pyproject.toml's dependencies, regenerate the lock (uv keeps the versions it already has):
 #   uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 --no-header --no-annotate \
 #     -o requirements-dev.lock
-# The lock is complete (`pip check` proves it), so pip resolves nothing; bytecode is written when a module is
-# first imported, not for every file of every package at install (that took half of the install's time).
-.venv/bin/python -m pip install -q --no-deps --no-compile -r requirements-dev.lock
-.venv/bin/python -m pip install -q --no-deps --no-compile -e .
+# The lock is complete (`pip check` proves it), so pip resolves nothing.
+.venv/bin/python -m pip install -q --no-deps -r requirements-dev.lock
+.venv/bin/python -m pip install -q --no-deps -e .
 .venv/bin/python -m pip check >/dev/null
+# bbrowse's own bytecode too (an editable install compiles none): where PYTHONDONTWRITEBYTECODE is set, every
+# start of the app, the service or a command would otherwise compile the modules it imports again.
+.venv/bin/python -m compileall -q bbrowse >/dev/null

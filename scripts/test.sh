@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The suite starts hundreds of Python processes (services, commands, pytest's workers): each module is compiled
+# once and its bytecode kept, pytest's rewritten test plugins included, even where the environment says not to.
+unset PYTHONDONTWRITEBYTECODE
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 # Meanwhile, in the background and behind the tests (niced: they use the CPU the tests leave): the type check, and
