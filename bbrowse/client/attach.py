@@ -2,13 +2,12 @@
 
     async with client.processes.attach(sid, pid) as term:
         await term.send(b"ls\\n")
-        await term.resize(40, 120)
-        async for output in term:      # bytes, until the process exits
+        async for output in term:      # bytes, until the process exits (then `term.exit_code`)
             ...
-    print(term.exit_code)
 
-Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` resizes; the service may end
-with a text frame `{"type":"exit","exitCode":N}`, where the iteration stops and the caller closes.
+Binary frames carry bytes both ways; a text frame `{"type":"resize",...}` (`term.resize(rows, cols)`)
+resizes; the service may end with a text frame `{"type":"exit","exitCode":N}`, where the iteration stops
+and the caller closes.
 """
 
 from __future__ import annotations
