@@ -172,7 +172,10 @@ def start_embedded(extra_args: list[str] | None = None, *, detached: bool = Fals
             if process.poll() is not None:
                 raise LaunchError(f"bbrowse serve exited with code {process.returncode}; see {log_path}")
             info = read_discovery()
-            if info and info.get("pid") == process.pid and _answers(info["url"], token, 0.5, client):
+            # It listens before it writes the file: the one listing waits in its backlog until it is served
+            # (a service that dies meanwhile resets the connection, and the loop sees it exit).
+            wait = max(0.5, deadline - time.monotonic())
+            if info and info.get("pid") == process.pid and _answers(info["url"], token, wait, client):
                 return EmbeddedService(
                     url=info["url"], token=token, pid=process.pid, process=None if detached else process
                 )

@@ -126,3 +126,37 @@ def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen
         assert gc.isenabled() and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+#: `bbrowse serve` up to the moment its app is built (`resume_collection`), on a socket checked as it is bound.
+SERVE_STARTED = """
+import json, os, socket, sys
+from bbrowse.service import server
+
+seen = {}
+bind_socket = server.bind_socket
+
+def bind(host, port):
+    sock = bind_socket(host, port)
+    socket.create_connection(sock.getsockname(), timeout=10).close()  # refused unless it listens
+    seen["app imported by then"] = "bbrowse.service.app" in sys.modules
+    return sock
+
+def started():
+    seen["pydantic.v1 imported"] = "pydantic.v1" in sys.modules
+    print(json.dumps(seen), flush=True)
+    os._exit(0)
+
+server.bind_socket, server.resume_collection = bind, started
+server.serve(host="127.0.0.1", port=0, token="t", no_sandbox=True, announce=lambda line: None)
+"""
+
+
+def test_the_service_listens_before_it_imports_its_app_and_builds_it_without_pydantic_v1(tmp_path):
+    """A client's first request waits in the backlog while the service loads, instead of being refused and
+    polled; and FastAPI's check for pydantic v1 models costs no import of pydantic.v1 (none is used)."""
+    seen = json.loads(subprocess.run(
+        [sys.executable, "-c", SERVE_STARTED], capture_output=True, text=True, check=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_STATE_DIR": str(tmp_path)},
+    ).stdout)
+    assert seen == {"app imported by then": False, "pydantic.v1 imported": False}

@@ -7,27 +7,32 @@ Logs go to `bbrowse.log` (the supervisor log named `bbrowse`); tokens are never 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import secrets
 import socket
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-import uvicorn
+from typing import TYPE_CHECKING
 
 from bbrowse.discovery import unknown_version_note, write_discovery
 from bbrowse.hosts import is_loopback
 from bbrowse.limits import RetentionLimits
 from bbrowse.paths import serve_file, state_dir
-from bbrowse.service.app import create_app
 from bbrowse.service.cdp import reserve_devtools_fds
 from bbrowse.service.config import ServiceConfig
 from bbrowse.service.sandbox import no_sandbox_from_env
 from bbrowse.service.sandbox import probe as probe_sandbox
-from bbrowse.service.websocket_routes import WebSocketRegistry
 from bbrowse.startup import resume_collection
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from bbrowse.service.websocket_routes import WebSocketRegistry
 
 DEFAULT_PORT = 7780
 
@@ -90,12 +95,30 @@ def setup_logging(log_file: Path, verbose: bool = False) -> None:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind before uvicorn starts so `--port 0` yields a known port for the discovery file."""
+    """Bound and listening before the app is even imported: `--port 0` yields a known port for the discovery
+    file, and a client that connects while the service starts waits in the backlog instead of being refused
+    and polling (uvicorn serves the same socket once started)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))  # not inheritable (Python's default): no child the service starts holds the port
+    sock.listen(socket.SOMAXCONN)
     return sock
+
+
+@contextlib.contextmanager
+def without_pydantic_v1() -> Iterator[None]:
+    """FastAPI imports `pydantic.v1` (~50 ms of CPU) when it builds a route, only to check that no parameter is
+    one of its models; none is here, and with the import refused FastAPI takes its own no-v1 path (False). The
+    refusal ends once the routes are built."""
+    blocked = "pydantic.v1" not in sys.modules
+    if blocked:
+        sys.modules["pydantic.v1"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if blocked and sys.modules.get("pydantic.v1", 0) is None:
+            del sys.modules["pydantic.v1"]
 
 
 def serve(
@@ -128,7 +151,13 @@ def serve(
     )
     setup_logging(config.service_log, verbose)
     config.no_sandbox = no_sandbox or no_sandbox_from_env()
-    config.sandbox = probe_sandbox(config.no_sandbox)
+    with ThreadPoolExecutor(1, thread_name_prefix="sandbox-probe") as pool:  # its bwrap runs while the app imports
+        probing = pool.submit(probe_sandbox, config.no_sandbox)
+        with without_pydantic_v1():
+            import uvicorn
+
+            from bbrowse.service.app import create_app
+        config.sandbox = probing.result()
     if not is_loopback(host) and not ssl_certfile:
         announce(
             f"warning: listening on {host} without TLS: the bearer token crosses the network in clear. "
@@ -149,13 +178,14 @@ def serve(
         announce(f"token: {token}")
     announce(f"(url and token in {discovery}, mode 0600)")
     sys.stdout.flush()
-    app = create_app(config)
+    with without_pydantic_v1():
+        app = create_app(config)
     resume_collection()  # started: what start-up made stays for good (`bbrowse.startup`)
     uv_config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on",
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=3,
     )
-    server = _GoingAwayServer(uv_config, app.state.service.websockets) if kernel_compat else uvicorn.Server(uv_config)
+    server = _going_away_server(uv_config, app.state.service.websockets) if kernel_compat else uvicorn.Server(uv_config)
     try:
         server.run(sockets=[sock])
     finally:
@@ -167,14 +197,14 @@ def serve(
             pass
 
 
-class _GoingAwayServer(uvicorn.Server):
+def _going_away_server(config: uvicorn.Config, websockets: WebSocketRegistry) -> uvicorn.Server:
     """--kernel-compat: at a stop, attach and CDP sockets close with 1001 `browser shutting down` (Kernel's
-    VM's shutdown) before uvicorn closes what is left with its own 1012."""
+    VM's shutdown) before uvicorn closes what is left with its own 1012 (made here: uvicorn loads late)."""
+    import uvicorn
 
-    def __init__(self, config: uvicorn.Config, websockets: WebSocketRegistry) -> None:
-        super().__init__(config)
-        self.websockets = websockets
+    class GoingAwayServer(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            await websockets.close_all()
+            await super().shutdown(sockets)
 
-    async def shutdown(self, sockets=None) -> None:
-        await self.websockets.close_all()
-        await super().shutdown(sockets)
+    return GoingAwayServer(config)
