@@ -5,6 +5,7 @@ through a real PTY and through a pipe, `bbrowse ls` on an empty directory and a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import shlex
@@ -15,6 +16,7 @@ import time
 import httpx
 import pytest
 from cli_support import BBROWSE, PtyProcess, bb, bb_here, cli_env
+from conftest import start_service, stop_service
 
 PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
 
@@ -94,10 +96,22 @@ def test_shell_input_and_resizes_refused_after_the_exit_show_the_exit_not_an_err
         term.close()
 
 
-def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(compat_service):
+#: This service's sessions time out after half their timeout_seconds: the 10 s itself is test_sessions.py's
+#: subject, not this module's (a fifth was too short for a machine at load 30: the test's own activity calls
+#: came more than 2 s apart).
+IDLE_SCALE = 0.5
+
+
+def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tmp_path):
     """On compat (as Kernel) a log stream is no activity: `bbrowse logs --follow` holds a CDP connection so
-    a session with a 10 s timeout outlives it; once the command ends the timeout applies again."""
-    with httpx.Client(base_url=compat_service.url, headers=compat_service.headers, timeout=30) as http:
+    a session with a 10 s timeout (5 s here) outlives it; once the command ends the timeout applies again."""
+    compat_service = start_service(tmp_path / "state", {"BBROWSE_KERNEL_COMPAT": "1",
+                                                        "BBROWSE_IDLE_TIMEOUT_SCALE": str(IDLE_SCALE)})
+    timeout = 10 * IDLE_SCALE
+    with contextlib.ExitStack() as stack:
+        stack.callback(stop_service, compat_service)
+        http = stack.enter_context(httpx.Client(base_url=compat_service.url, headers=compat_service.headers,
+                                                timeout=30))
         sid = http.post("/browsers", json={"timeout_seconds": 10}).json()["session_id"]
         path = f"/tmp/bbrowse-keepalive-{time.monotonic_ns()}.log"
 
@@ -112,12 +126,12 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(co
             # until the command shows a line (it follows, its keep-alive held), the test's own computer
             # calls are the session's activity: a slow start of the command is not what is tested
             deadline = time.monotonic() + 60
-            while not select.select([follow.stdout], [], [], 0.5)[0] and time.monotonic() < deadline:
+            while not select.select([follow.stdout], [], [], 0.2)[0] and time.monotonic() < deadline:
                 assert http.post(f"/browsers/{sid}/computer/move_mouse",
                                  json={"x": 1, "y": 1, "smooth": False}).status_code == 200
                 write_line()
             assert follow.stdout.readline() == b"up\n"
-            time.sleep(15)  # the thing under test is time itself: past the 10 s timeout
+            time.sleep(1.5 * timeout)  # the thing under test is time itself: past the timeout
             assert follow.poll() is None, follow.communicate()
             assert http.get(f"/browsers/{sid}").status_code == 200
         finally:
@@ -125,7 +139,7 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(co
             follow.communicate(timeout=30)
         ended = time.monotonic()
         while http.get(f"/browsers/{sid}").status_code == 200 and time.monotonic() - ended < 30:
-            time.sleep(0.5)
+            time.sleep(0.1)
         assert http.get(f"/browsers/{sid}").status_code != 200, "the session outlived its timeout after logs ended"
 
 

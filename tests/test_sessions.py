@@ -104,3 +104,29 @@ async def test_inactive_session_times_out(http: httpx.AsyncClient) -> None:
     else:
         raise AssertionError("session was not ended after 10 s of inactivity")
     assert (await http.get(f"/browsers/{sid}")).status_code == 410
+
+
+async def test_a_session_whose_browser_starts_slower_than_its_timeout_is_created_not_reaped(
+    tmp_path, monkeypatch
+) -> None:
+    """The reaper ended a session whose browser was still starting once its timeout had passed: the create
+    answered 500. In process: a start (0.5 s) longer than the timeout (10 s scaled to 0.1 s)."""
+    from bbrowse.service.sessions import IDLE_SCALE_ENV, SessionManager
+    from bbrowse.wire import BrowserCreateRequest
+
+    monkeypatch.setenv(IDLE_SCALE_ENV, "0.01")
+    manager = SessionManager(tmp_path / "sessions", tmp_path / "bbrowse.log")
+
+    async def slow_start(session) -> None:
+        await asyncio.sleep(0.5)
+
+    manager.on_create.append(slow_start)
+    manager.start_reaper()
+    try:
+        session = await manager.create(BrowserCreateRequest(timeout_seconds=10))
+        assert session.active
+        async with asyncio.timeout(5):  # and once ready, its (scaled) timeout applies
+            while session.active:
+                await asyncio.sleep(0.02)
+    finally:
+        await manager.stop_reaper()

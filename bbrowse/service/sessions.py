@@ -50,6 +50,24 @@ DEFAULT_VIEWPORT = BrowserViewport(width=1280, height=800)
 #: How often the reaper looks for idle sessions.
 REAP_INTERVAL_SECONDS = 1.0
 
+#: For tests of what keeps a session alive: a number > 0 that every session's inactivity timeout is multiplied by
+#: (0.2: a 10 s timeout ends after 2 s idle), so they need not wait Kernel's 10 s minimum. Unset: 1.
+IDLE_SCALE_ENV = "BBROWSE_IDLE_TIMEOUT_SCALE"
+
+
+def idle_timeout_scale() -> float:
+    raw = os.environ.get(IDLE_SCALE_ENV)
+    if raw is None:
+        return 1.0
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = 0.0
+    if not 0 < scale < float("inf"):
+        raise SystemExit(f"{IDLE_SCALE_ENV}={raw!r}: give a number above 0")
+    return scale
+
+
 #: The file in a session's directory that lets a restarted service bring the session back.
 RECORD_FILE = "session.json"
 #: The record format this bbrowse writes, and the ones it reads (a record without `version` is 1).
@@ -218,6 +236,7 @@ class SessionManager:
         self.on_delete: list[SessionHook] = []
         self._reaper: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        self._idle_scale = idle_timeout_scale()
 
     # lookup -----------------------------------------------------------------
 
@@ -276,12 +295,14 @@ class SessionManager:
             if request.name:
                 self._by_name[request.name] = session_id
         try:
-            for hook in self.on_create:
-                await hook(session)
+            # Not idle while its browser starts (a start slower than the timeout was reaped mid-start: a 500);
+            # idle from when it is ready.
+            with session.in_use(control=True):
+                for hook in self.on_create:
+                    await hook(session)
         except BaseException:
             await self.delete(session, reason="failed to start")
             raise
-        session.touch()  # idle from when it is ready, not from when its browser began to start
         log.info("session %s created (name=%s, timeout=%ss)", session_id, request.name, request.timeout_seconds)
         return session
 
@@ -382,7 +403,7 @@ class SessionManager:
 
     async def _reap_forever(self) -> None:
         while True:
-            await asyncio.sleep(REAP_INTERVAL_SECONDS)
+            await asyncio.sleep(REAP_INTERVAL_SECONDS * min(self._idle_scale, 1.0))
             for session in list(self._sessions.values()):
-                if session.active and session.idle_seconds() > session.request.timeout_seconds:
+                if session.active and session.idle_seconds() > session.request.timeout_seconds * self._idle_scale:
                     await self.delete(session, reason=f"idle for more than {session.request.timeout_seconds}s")
