@@ -10,6 +10,7 @@ did is checked on disk through the session's folder, and changes "on the instanc
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 import zipfile
 from pathlib import Path
@@ -53,10 +54,17 @@ def test_local_paths_complete_as_a_shell_does(tmp_path: Path) -> None:
 
 
 @pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session: these tests use its files and processes, not a browser of their own (a session
+    create starts a Chromium); each test works in a directory of its own (`area`)."""
+    return module_session_id
+
+
+@pytest.fixture
 def area(service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the test's session: str() is the path inside, what the pane is asked about; file
     operations act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, "files")
+    return session_area(service, session_id, f"files-{secrets.token_hex(4)}")
 
 
 async def open_at(pilot, app: BbrowseApp, session_id: str, directory: Path) -> FilesPane:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 from pathlib import Path
 
 import httpx
@@ -57,10 +58,17 @@ class Greeter:
 
 
 @pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session: these tests use its files and processes, not a browser of their own (a session
+    create starts a Chromium); each test works in a directory of its own (`area`)."""
+    return module_session_id
+
+
+@pytest.fixture
 def area(service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the test's session: str() is the path inside, what the pane is asked to show;
     file operations act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, "files")
+    return session_area(service, session_id, f"files-{secrets.token_hex(4)}")
 
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:

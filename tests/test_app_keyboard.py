@@ -121,12 +121,10 @@ async def test_ctrl_right_bracket_leaves_the_terminal_and_esc_reaches_the_progra
         assert "terminal.leave" in bindings
 
 
-async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, session_id: str) -> None:
-    area = session_area(service, session_id, "files")  # the session's sandbox sees no tmp_path
+async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, browser: Browser) -> None:
+    area = session_area(service, browser.session_id, "files")  # the session's sandbox sees no tmp_path
     (area / "a.txt").write_text("".join(f"line {i}\n" for i in range(300)))
     (area / "b.txt").write_text("bee\n")
-    async with httpx.AsyncClient(base_url=service.url, headers=service.headers) as http:
-        browser = Browser.model_validate((await http.get(f"/browsers/{session_id}")).json())
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
@@ -165,10 +163,15 @@ def visible(widget) -> bool:
     return widget.display and all(ancestor.display for ancestor in widget.ancestors if hasattr(ancestor, "display"))
 
 
-async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty_list(tmp_path) -> None:
+async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty_list(tmp_path, monkeypatch) -> None:
+    """On a service of its own (an empty list) with no Chromium (the subject is focus, not the browser: a
+    session starts at once); the app's watch of the session shown checks every 0.5 s, not 5 to 30 s (that
+    watch is test_app_newcomer_screens')."""
     from conftest import start_service, stop_service
 
-    empty = start_service(tmp_path / "empty-state")
+    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 0.5)
+    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 1.0)
+    empty = start_service(tmp_path / "empty-state", extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
     try:
         app = make_app(empty)
         async with app.run_test(size=(120, 34)) as pilot:
@@ -190,7 +193,7 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
             sessions_screen = app.screen_stack[-2]
             async with httpx.AsyncClient(base_url=empty.url, headers=empty.headers) as http:
                 await http.delete(f"/browsers/{created.session_id}")  # deleted elsewhere
-            # the table underneath notices (it refreshes in the background) before the user leaves the session
+            # the app's watch of the session notices and the table underneath knows before the user leaves
             await wait_for(pilot, lambda: created.session_id not in sessions_screen._browsers)
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import uuid
 from pathlib import Path
 
@@ -38,10 +39,17 @@ def make_app(url: str, token: str) -> BbrowseApp:
 
 
 @pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session: these tests use its files and processes, not a browser of their own (a session
+    create starts a Chromium); each test works in a directory of its own (`area`)."""
+    return module_session_id
+
+
+@pytest.fixture
 def area(service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the test's session for its log files: str() is the path inside the session, what the
     pane is given; writing and appending act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, "logs")
+    return session_area(service, session_id, f"logs-{secrets.token_hex(4)}")
 
 
 class LogsScreen(Screen):

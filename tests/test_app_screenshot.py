@@ -8,7 +8,6 @@ what the tests see does not depend on the terminal running them.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import httpx
 import pytest
 from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
 from browser_support import needs_chromium
-from conftest import ServiceHandle, start_service, stop_service
+from conftest import ServiceHandle
 from PIL import Image as PILImage
 from textual.app import App, ComposeResult
 from textual_image._terminal import CellSize, get_cell_size
@@ -38,6 +37,12 @@ def fixed_cell_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
+
+
+@pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session (one Chromium for the capture tests; what they capture is its blank page)."""
+    return module_session_id
 
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
@@ -144,16 +149,9 @@ async def test_a_region_outside_the_viewport_shows_the_error_in_the_pane(service
         assert "failed" in status(pane)
 
 
-@pytest.fixture(scope="module")
-def service_without_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
-    """A second service told to use a Chromium that does not exist: every capture answers 503."""
-    handle = start_service(tmp_path_factory.mktemp("no-chromium"), {"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
-    yield handle
-    stop_service(handle)
-
-
-async def test_browser_unavailable_shows_code_and_message_in_the_pane(service_without_chromium) -> None:
-    service = service_without_chromium
+async def test_browser_unavailable_shows_code_and_message_in_the_pane(browserless_service: ServiceHandle) -> None:
+    """On the service told to use a Chromium that does not exist: every capture answers 503."""
+    service = browserless_service
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=60) as http:
         created = await http.post("/browsers", json={})
         assert created.status_code == 200, created.text
