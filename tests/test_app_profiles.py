@@ -29,12 +29,16 @@ from bbrowse.tui.shell_session import DEFAULT_SHELL
 from bbrowse.tui.widgets.service_bar import ServiceBar
 from bbrowse.wire import LogSource
 
+NO_CHROMIUM = {"BBROWSE_CHROMIUM": "/nonexistent/chromium"}
+
 
 @pytest.fixture(scope="module")
 def two_services(tmp_path_factory) -> Iterator[tuple[ServiceHandle, ServiceHandle]]:
-    alpha = start_service(tmp_path_factory.mktemp("alpha-state"))
+    """Two services with no Chromium: the profiles' tests switch between services and list their sessions,
+    which then start without a browser."""
+    alpha = start_service(tmp_path_factory.mktemp("alpha-state"), NO_CHROMIUM)
     try:
-        beta = start_service(tmp_path_factory.mktemp("beta-state"))
+        beta = start_service(tmp_path_factory.mktemp("beta-state"), NO_CHROMIUM)
     except Exception:
         stop_service(alpha)
         raise
@@ -156,6 +160,7 @@ async def test_switching_away_leaves_the_embedded_service_running_and_switching_
 ):
     alpha, _ = two_services
     monkeypatch.setenv("BBROWSE_STATE_DIR", str(tmp_path / "fresh-state"))  # no service runs there yet
+    monkeypatch.setenv("BBROWSE_CHROMIUM", NO_CHROMIUM["BBROWSE_CHROMIUM"])  # its session needs no browser
     settings = settings_from(profiles_config).model_copy(update={"profile": "embedded"})
     app = BbrowseApp(settings=settings)
     async with app.run_test(size=(140, 36)) as pilot:

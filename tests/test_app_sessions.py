@@ -1,11 +1,14 @@
-"""The sessions screen against a real local service, driven with Textual's Pilot."""
+"""The sessions screen against a real local service, driven with Textual's Pilot.
+
+The service is the one with no Chromium (`browserless_service`): these tests list, create, filter and
+delete sessions and never use a browser, and a session there starts without launching one."""
 
 from __future__ import annotations
 
 import uuid
 
 import httpx
-from app_support import make_app, wait_for
+from app_support import make_app, type_text, wait_for
 
 from bbrowse.tui.palette import BbrowsePalette
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -16,15 +19,17 @@ def table_ids(app) -> list[str]:
     return [key.value for key in app.screen.query_one("#sessions-table").rows]
 
 
-async def test_create_filter_and_delete(service, http: httpx.AsyncClient) -> None:
+async def test_create_filter_and_delete(
+    browserless_service, browserless_http: httpx.AsyncClient
+) -> None:
     name = f"ui-{uuid.uuid4().hex[:6]}"
-    other = (await http.post("/browsers", json={"name": f"other-{uuid.uuid4().hex[:6]}"})).json()
-    app = make_app(service)
+    other = (await browserless_http.post("/browsers", json={"name": f"other-{uuid.uuid4().hex[:6]}"})).json()
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and other["session_id"] in table_ids(app))
         await pilot.press("n")
-        await pilot.press(*name)
-        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name field")
+        await type_text(pilot, name, then="ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
                        and any(b.name == name for b in app.screen._browsers.values()), timeout=20)
         created = next(b for b in app.screen._browsers.values() if b.name == name)
@@ -40,35 +45,41 @@ async def test_create_filter_and_delete(service, http: httpx.AsyncClient) -> Non
         await pilot.press("y")
         await wait_for(pilot, lambda: table_ids(app) == [])
         assert "matches the filter" in str(app.screen.query_one("#sessions-empty").render())
-    assert (await http.get(f"/browsers/{created.session_id}")).status_code == 410
-    await http.delete(f"/browsers/{other['session_id']}")
+    assert (await browserless_http.get(f"/browsers/{created.session_id}")).status_code == 410
+    await browserless_http.delete(f"/browsers/{other['session_id']}")
 
 
-async def test_duplicate_name_shows_the_service_error_in_the_form(service, http: httpx.AsyncClient) -> None:
+async def test_duplicate_name_shows_the_service_error_in_the_form(
+    browserless_service, browserless_http: httpx.AsyncClient
+) -> None:
     name = f"taken-{uuid.uuid4().hex[:6]}"
-    taken = (await http.post("/browsers", json={"name": name})).json()
-    app = make_app(service)
+    taken = (await browserless_http.post("/browsers", json={"name": name})).json()
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
-        await pilot.press("n", *name, "ctrl+s")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name field")
+        await type_text(pilot, name, then="ctrl+s")
         error = lambda: str(app.screen.query_one("#create-error").render())  # noqa: E731
         await wait_for(pilot, lambda: "conflict" in error())
         assert "409" in error() and name in error()
-    await http.delete(f"/browsers/{taken['session_id']}")
+    await browserless_http.delete(f"/browsers/{taken['session_id']}")
 
 
-async def test_list_refreshes_live_and_keeps_the_cursor(service, http: httpx.AsyncClient) -> None:
+async def test_list_refreshes_live_and_keeps_the_cursor(
+    browserless_service, browserless_http: httpx.AsyncClient
+) -> None:
     tag = uuid.uuid4().hex[:6]
-    first = (await http.post("/browsers", json={"name": f"live-{tag}-a"})).json()
-    second = (await http.post("/browsers", json={"name": f"live-{tag}-b"})).json()
-    app = make_app(service)
+    first = (await browserless_http.post("/browsers", json={"name": f"live-{tag}-a"})).json()
+    second = (await browserless_http.post("/browsers", json={"name": f"live-{tag}-b"})).json()
+    app = make_app(browserless_service)
     app.last_filter = f"live-{tag}"
     async with app.run_test(size=(140, 32)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(table_ids(app)) == 2)
         await pilot.press("down")
         table = app.screen.query_one("#sessions-table")
         assert table.cursor_row == 1
-        third = (await http.post("/browsers", json={"name": f"live-{tag}-c"})).json()
+        third = (await browserless_http.post("/browsers", json={"name": f"live-{tag}-c"})).json()
         await wait_for(pilot, lambda: len(table_ids(app)) == 3, timeout=8)
         assert table.cursor_row == 1  # still on the second session
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == second["session_id"]
@@ -77,11 +88,11 @@ async def test_list_refreshes_live_and_keeps_the_cursor(service, http: httpx.Asy
         shown = [(key.key, key.description) for key in app.screen.query(FooterKey) if key.display and key.region.width]
         assert ("enter", "Open") in shown, shown
     for b in (first, second, third):
-        await http.delete(f"/browsers/{b['session_id']}")
+        await browserless_http.delete(f"/browsers/{b['session_id']}")
 
 
-async def test_help_and_a_palette_entry_for_every_action(service) -> None:
-    app = make_app(service)
+async def test_help_and_a_palette_entry_for_every_action(browserless_service) -> None:
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
         titles = {command.title for command in app.get_system_commands(app.screen)}
@@ -95,7 +106,7 @@ async def test_help_and_a_palette_entry_for_every_action(service) -> None:
         # choosing the palette entry runs the action: "New session" opens the form
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, BbrowsePalette), what="palette")
-        await pilot.press(*"New session")
+        await type_text(pilot, "New session")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen", what="create form")
