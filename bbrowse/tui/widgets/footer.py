@@ -22,7 +22,12 @@ class BbrowseFooter(Footer):
     """
 
     def compose(self) -> ComposeResult:
-        yield from super().compose()
+        for widget in super().compose():
+            # A key is born compact, then bound to ours: two restyles a key at every recompose; the palette
+            # key (not bound) stays compact.
+            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+                widget.set_reactive(FooterKey.compact, self.compact)
+            yield widget
         focused = self.screen.focused if self._bindings_ready else None
         hint = getattr(focused, "FOOTER_HINT", None)
         # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.

@@ -115,8 +115,9 @@ class HalfcellCanvas(Widget):
         self._cell = cell_size()
         self._strips: list[Strip] = []
         self._row_keys: list[tuple[list[int], int] | None] = []
-        #: One cell's segment per `cell_keys` number, kept between frames (a page has few colours).
-        self._cells: dict[int, Segment] = {}
+        #: One cell's segment per `cell_keys` number, kept between frames (a page has few colours) and shared by
+        #: every canvas (the wall's new tiles start with the colours drawn already).
+        self._cells = _CELLS
         self._scaled: tuple[tuple[int, int, int], list[int]] | None = None
         #: Rows repainted by the last `show` (for benchmarks: a still page repaints few).
         self.rows_changed = 0
@@ -235,6 +236,7 @@ def _cell(key: int) -> Segment:
 
 
 _BLANK_CELL = Segment(UPPER_HALF)
+_CELLS: dict[int, Segment] = {}
 
 #: Colour levels kept per channel (the low bits dropped): gradients and photos then share styles and
 #: runs, at a difference no one sees in a picture made of half cells. Five bits, not six: a page changing
