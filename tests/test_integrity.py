@@ -1,8 +1,9 @@
 """Bytes arrive whole and in order: through stdin, out of a process, and from keys typed under an output flood.
 
-Everything runs against the real `bbrowse serve` (the shared `service` fixture) through bbrowse's own
-client, as the app and the CLI use it: stdin requests, the SSE output stream (base64 in JSON), and
-the Textual app's shell pane driven with Pilot.
+Everything runs against the real `bbrowse serve` through bbrowse's own client, as the app and the CLI use
+it: stdin requests, the SSE output stream (base64 in JSON), and the Textual app's shell pane driven with
+Pilot. The service is the shared one with no Chromium (`browserless_service`): the subject is the session's
+processes, and a Chromium beside them would only take CPU from the flood.
 """
 
 from __future__ import annotations
@@ -52,16 +53,16 @@ def seeded_sha256(size: int, seed: int) -> str:
 
 
 @pytest.fixture(scope="module")
-async def browser(http: httpx.AsyncClient) -> AsyncIterator[Browser]:
-    r = await http.post("/browsers", json={"timeout_seconds": 900})
+async def browser(browserless_http: httpx.AsyncClient) -> AsyncIterator[Browser]:
+    r = await browserless_http.post("/browsers", json={"timeout_seconds": 900})
     assert r.status_code == 200, r.text
     yield Browser.model_validate(r.json())
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    await browserless_http.delete(f"/browsers/{r.json()['session_id']}")
 
 
 @pytest.fixture(scope="module")
-def client(service) -> BrowserClient:
-    return BrowserClient(service.url, service.token)
+def client(browserless_service) -> BrowserClient:
+    return BrowserClient(browserless_service.url, browserless_service.token)
 
 
 async def test_10_mb_of_random_bytes_through_stdin_into_cat_come_back_equal(
@@ -159,8 +160,9 @@ async def type_quickly(app, text: str, interval: float = 0.01) -> None:
 
 
 async def test_keys_typed_into_the_shell_pane_arrive_in_order_under_an_output_flood(
-    service, browser: Browser
+    browserless_service, browser: Browser
 ) -> None:
+    service = browserless_service
     typed = session_area(service, browser.session_id, "typing") / "typed.txt"
     app = shell_app(service)  # a fixed prompt: open_shell waits for it
     async with app.run_test(size=(100, 30)) as pilot:
