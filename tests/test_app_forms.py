@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
-from app_support import make_app, wait_for
+from app_support import make_app, type_text, wait_for
 
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -17,8 +17,11 @@ async def names_on_service(http: httpx.AsyncClient) -> set[str]:
 
 
 async def test_the_new_session_form_refuses_a_cleared_timeout_and_a_start_url_that_is_not_a_url(
-    service, http: httpx.AsyncClient
+    browserless_service, browserless_http: httpx.AsyncClient
 ) -> None:
+    """On the service with no Chromium: the subject is the form and what it sends (the session it creates
+    starts at once)."""
+    service, http = browserless_service, browserless_http
     name = f"form-{uuid.uuid4().hex[:6]}"
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
@@ -27,7 +30,8 @@ async def test_the_new_session_form_refuses_a_cleared_timeout_and_a_start_url_th
         await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
         form = app.screen
         error = lambda: str(form.query_one("#create-error").render())  # noqa: E731
-        await pilot.press(*name)
+        await wait_for(pilot, lambda: form.query_one("#name").has_focus, what="name field")
+        await type_text(pilot, name)
         form.query_one("#timeout").focus()
         await pilot.press("end", "backspace", "backspace", "backspace")  # the 300 is gone
         assert form.query_one("#timeout").value == ""
@@ -37,7 +41,8 @@ async def test_the_new_session_form_refuses_a_cleared_timeout_and_a_start_url_th
 
         await pilot.press(*"45")
         form.query_one("#start-url").focus()
-        await pilot.press(*"not", "space", *"a", "space", *"url")
+        await wait_for(pilot, lambda: form.query_one("#start-url").has_focus, what="start URL field")
+        await type_text(pilot, "not a url")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: "must be a URL" in error())
         assert form.query_one("#start-url").has_focus
