@@ -1,22 +1,13 @@
 """`Screencast`: a session's screen as pushed frames, through Chromium's `Page.startScreencast` on its `cdp_ws_url`.
 
-Works wherever the session's `cdp_ws_url` does (Kernel's cloud, `bbrowse serve`): one WebSocket, the first
-page target attached, JPEG frames scaled by Chromium to `max_width` × `max_height`. The newest frame wins:
-a frame that arrives before the reader took the last one replaces it (counted in `dropped`), and frames
-are acknowledged only when the reader takes one, so Chromium (which stops after a couple of frames
-without an acknowledgement) sends no faster than the reader reads. A still page sends nothing.
+Works wherever the session's `cdp_ws_url` does (Kernel's cloud, `bbrowse serve`). The newest frame wins and
+frames are acknowledged only when the reader takes one, so Chromium sends no faster than the reader reads;
+a still page sends nothing. `start()` raises `ScreencastUnavailable` when CDP cannot be reached: poll
+screenshots instead.
 
     async with Screencast(client, session_id, max_width=320, max_height=200) as cast:
         async for frame in cast:             # newest frame, waits for the next; ends when the cast ends
             draw(frame.jpeg)
-
-`start()` raises `ScreencastUnavailable` when CDP cannot be reached (no `cdp_ws_url`, refused, no
-Chromium): poll screenshots instead. Iterating ends quietly after `stop()`; when the connection drops it
-raises `ScreencastUnavailable` too.
-
-The connection says it is a live view (header `X-Bbrowse-Live-View`, with an id that stays the same for one
-client and session across reconnects), so `bbrowse serve` records `live_view_connect`/`live_view_disconnect`
-for it rather than `cdp_connect`; other servers ignore the header.
 """
 
 from __future__ import annotations
@@ -47,7 +38,9 @@ CLOSE_TIMEOUT_SECONDS = 0.3
 #: A CDP command (attach, start) gets this long before the screencast counts as unavailable.
 COMMAND_TIMEOUT_SECONDS = 10.0
 DEFAULT_QUALITY = 70
-#: The request header naming a live view's connection (see the module docstring).
+#: The request header naming a live view's connection, with an id that stays the same for one client and
+#: session across reconnects: `bbrowse serve` records `live_view_connect`/`live_view_disconnect` for it rather
+#: than `cdp_connect`; other servers ignore it.
 LIVE_VIEW_HEADER = "X-Bbrowse-Live-View"
 #: Each client's live view id per session, so a reconnect names the same live view.
 _live_view_ids: weakref.WeakKeyDictionary[BrowserClient, dict[str, str]] = weakref.WeakKeyDictionary()
@@ -81,6 +74,12 @@ class Frame:
 
 
 class Screencast:
+    """One WebSocket to the session's CDP, the first page target attached, frames scaled by Chromium to
+    `max_width` × `max_height`. A frame that arrives before the reader took the last one replaces it (counted
+    in `dropped`); Chromium stops after a couple of frames without an acknowledgement, so acknowledging on
+    take paces it to the reader. Iterating ends quietly after `stop()`; a dropped connection raises
+    `ScreencastUnavailable`."""
+
     def __init__(self, client: BrowserClient, session_id: str, *, max_width: int | None = None,
                  max_height: int | None = None, quality: int = DEFAULT_QUALITY,
                  cdp_ws_url: str | None = None, image_format: Literal["jpeg", "png"] = "jpeg") -> None:
