@@ -10,9 +10,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 
+import httpx
 import pytest
-from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, cli_env
+from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, bb_here, cli_env
 from conftest import session_area
 
 #: Output of `stty size` on its own line: "ROWS COLS".
@@ -48,6 +50,26 @@ def stty_size(term: PtyProcess) -> tuple[int, int]:
     term.send(b"stty size\r")
     match = term.expect(SIZE_LINE)
     return int(match.group(1)), int(match.group(2))
+
+
+@pytest.fixture(scope="module")
+def session_id(service) -> Iterator[str]:
+    """One session for the module's tests (a browser each cost a Chromium start): they leave nothing another
+    one sees. The test that deletes its session has one of its own (`own_session_id`)."""
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
+        r = http.post("/browsers", json={"timeout_seconds": 900})
+        assert r.status_code == 200, r.text
+        yield r.json()["session_id"]
+        http.delete(f"/browsers/{r.json()['session_id']}")
+
+
+@pytest.fixture
+def own_session_id(service) -> Iterator[str]:
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
+        r = http.post("/browsers", json={"timeout_seconds": 600})
+        assert r.status_code == 200, r.text
+        yield r.json()["session_id"]
+        http.delete(f"/browsers/{r.json()['session_id']}")
 
 
 def test_interactive_shell_size_resize_ctrl_c_exit_code_and_terminal_restored(service, session_id):
@@ -130,15 +152,15 @@ def test_tilde_inside_a_line_is_sent_as_typed(service, session_id):
 
 
 def test_piped_stdin_runs_the_default_shell(service, session_id):
-    created = bb(service, "exec", session_id, "--", "sh", "-c", "echo hi > piped-marker.txt")
+    created = bb_here(service, "exec", session_id, "--", "sh", "-c", "echo hi > piped-marker.txt")
     assert created.returncode == 0, created.stderr
-    result = bb(service, "shell", session_id, input=b"ls\n")
+    result = bb_here(service, "shell", session_id, input=b"ls\n")
     assert result.returncode == 0, result.stderr
     assert b"piped-marker.txt" in result.stdout.splitlines()
 
 
 def test_pipe_mode_exit_status_and_separate_streams(service, session_id):
-    result = bb(service, "shell", session_id, input=b"echo to-out; echo to-err >&2; exit 7\n")
+    result = bb_here(service, "shell", session_id, input=b"echo to-out; echo to-err >&2; exit 7\n")
     assert result.returncode == 7
     assert result.stdout == b"to-out\n"
     assert result.stderr == b"to-err\n"
@@ -146,7 +168,7 @@ def test_pipe_mode_exit_status_and_separate_streams(service, session_id):
 
 def test_pipe_mode_is_binary_safe_and_ends_input(service, session_id):
     data = os.urandom(600_000) + b"\x00\x03\x04\n0\n~.\n"
-    result = bb(service, "shell", session_id, "--", "sha256sum", input=data)
+    result = bb_here(service, "shell", session_id, "--", "sha256sum", input=data)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
 
@@ -166,11 +188,11 @@ def test_pipe_mode_ends_when_the_program_exits_even_if_input_stays_open(service,
 
 
 def test_shell_unknown_session_is_one_line_not_found(service):
-    assert_one_line_error(bb(service, "shell", "no-such-session", input=b"ls\n"), "not_found", 404)
+    assert_one_line_error(bb_here(service, "shell", "no-such-session", input=b"ls\n"), "not_found", 404)
 
 
 def test_shell_unknown_command_exits_127_in_pipe_mode(service, session_id):
-    result = bb(service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
+    result = bb_here(service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
     assert result.returncode == 127
     assert b"not found" in result.stderr
 
@@ -205,11 +227,11 @@ def test_sigterm_restores_the_terminal_and_hangs_up(service, session_id):
         term.close()
 
 
-def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(service, session_id):
-    term = shell_in_pty(service, session_id, after="stty -a")
+def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(service, own_session_id):
+    term = shell_in_pty(service, own_session_id, after="stty -a")
     try:
         ready(term)
-        assert bb(service, "rm", session_id).returncode == 0
+        assert bb(service, "rm", own_session_id).returncode == 0
         match = term.expect(rb"rc=(\d+)\r\n")
         assert int(match.group(1)) != 0
         assert term.wait() == 0
