@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, type_text, wait_for
 from textual.command import CommandList, CommandPalette
 
 from bbrowse.tui.palette import own_bindings
@@ -57,7 +57,7 @@ async def test_from_a_session_the_palette_has_the_global_actions_first_then_ever
         assert not {"Cursor down", "Cursor up", "Home", "End", "Page down", "Scroll up"} & set(titles)
 
         # "new session" from the Replays tab opens the form
-        await pilot.press(*"new session")
+        await type_text(pilot, "new session")
         commands = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: commands.option_count >= 1
                        and str(commands.get_option_at_index(0).prompt).startswith("New session"))
@@ -70,7 +70,7 @@ async def test_from_a_session_the_palette_has_the_global_actions_first_then_ever
         assert not app.screen.query(ScreenshotPane)
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
-        await pilot.press(*"live on")
+        await type_text(pilot, "live on")
         commands = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: commands.option_count >= 1
                        and str(commands.get_option_at_index(0).prompt).startswith("Live on/off"))
