@@ -9,17 +9,29 @@ import os
 import secrets
 import shlex
 import subprocess
+from collections.abc import Iterator
 
+import httpx
 import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, bb_here, cli_env
 from conftest import session_area
 
 
+@pytest.fixture(scope="module")
+def session_id(service) -> Iterator[str]:
+    """One session for the module's tests (a browser each cost a Chromium start); each test has its own `area`."""
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
+        r = http.post("/browsers", json={"timeout_seconds": 900})
+        assert r.status_code == 200, r.text
+        yield r.json()["session_id"]
+        http.delete(f"/browsers/{r.json()['session_id']}")
+
+
 @pytest.fixture
 def area(service, session_id):
-    """A fresh directory of the test's session (a session's sandbox sees no tmp_path): str() is the path inside,
+    """A fresh directory of the session (a session's sandbox sees no tmp_path): str() is the path inside,
     what a command is given; file operations act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, "files")
+    return session_area(service, session_id, f"files-{secrets.token_hex(4)}")
 
 # sessions, new, rm --------------------------------------------------------------
 
