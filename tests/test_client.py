@@ -42,15 +42,28 @@ def client(service) -> BrowserClient:
     return BrowserClient(service.url, service.token)
 
 
-@pytest.fixture
-async def sid(client: BrowserClient) -> AsyncIterator[str]:
-    """A fresh session created through the client, deleted afterwards."""
-    browser = await client.sessions.create(timeout_seconds=600)
+async def _session(client: BrowserClient) -> AsyncIterator[str]:
+    browser = await client.sessions.create(timeout_seconds=900)
     yield browser.session_id
     try:
         await client.sessions.delete(browser.session_id)
     except SessionGone:
         pass
+
+
+@pytest.fixture(scope="module")
+async def sid(client: BrowserClient) -> AsyncIterator[str]:
+    """One session for the module, made through the client (a browser each cost a Chromium start); each test
+    has its own processes and its own directory (`tmp_path`)."""
+    async for session_id in _session(client):
+        yield session_id
+
+
+@pytest.fixture
+async def own_sid(client: BrowserClient) -> AsyncIterator[str]:
+    """A fresh session, for a test about what a new one holds."""
+    async for session_id in _session(client):
+        yield session_id
 
 
 @pytest.fixture
@@ -410,8 +423,8 @@ async def test_logs_of_the_service_itself_and_unknown_sources(client: BrowserCli
 # --- replays and screenshots (Chromium-backed) ---------------------------------------------------
 
 
-async def test_replays_list_of_a_new_session_is_empty(client: BrowserClient, sid: str) -> None:
-    assert await client.replays.list(sid) == []
+async def test_replays_list_of_a_new_session_is_empty(client: BrowserClient, own_sid: str) -> None:
+    assert await client.replays.list(own_sid) == []
 
 
 async def test_screenshot_is_png_or_browser_unavailable(client: BrowserClient, sid: str) -> None:
