@@ -295,8 +295,7 @@ class SessionManager:
             if request.name:
                 self._by_name[request.name] = session_id
         try:
-            # Not idle while its browser starts (a start slower than the timeout was reaped mid-start: a 500);
-            # idle from when it is ready.
+            # Not idle while its browser starts, however long that takes: idle from when it is ready.
             with session.in_use(control=True):
                 for hook in self.on_create:
                     await hook(session)
