@@ -117,6 +117,9 @@ class ShellTab(TabPane):
         try:
             started = await shell.fit(cols, rows)
         except ClientError as error:
+            if await session_gone(services(self).connected_client(), self.session_id):
+                self._show_gone()  # deleted while its shell was starting: said as for a running shell
+                return
             services(self).report_error(error, "Could not start the shell")
             self.terminal.show_exit(None)
             return
@@ -151,11 +154,7 @@ class ShellTab(TabPane):
         """Offer a restart only when there is something to restart in: a deleted session (e.g. `bbrowse rm`
         elsewhere, which hangs the shell up with 129) says so instead; a VM going away says that."""
         if await session_gone(services(self).connected_client(), self.session_id):
-            self.gone = True
-            self.terminal.feed(GONE_BANNER)
-            self._show_state("session deleted")
-            if self.terminal.has_focus:  # nothing to type into: out of the terminal, esc then goes back
-                self.terminal.post_message(TerminalView.LeaveRequested(self.terminal))
+            self._show_gone()
             return
         if self.going_away is not None:
             reason = f" ({self.going_away})" if self.going_away else ""
@@ -164,6 +163,13 @@ class ShellTab(TabPane):
             return
         self.terminal.show_exit(code)
         self._show_state(f"exited {code}" if code is not None else "ended")
+
+    def _show_gone(self) -> None:
+        self.gone = True
+        self.terminal.feed(GONE_BANNER)
+        self._show_state("session deleted")
+        if self.terminal.has_focus:  # nothing to type into: out of the terminal, esc then goes back
+            self.terminal.post_message(TerminalView.LeaveRequested(self.terminal))
 
     def _error(self, error: BaseException) -> None:
         if isinstance(error, VmGoingAway):  # the pane says it; the service itself still answers
