@@ -18,7 +18,6 @@ from bbrowse.tui.panes.shells import ShellTab
 from bbrowse.tui.screens.session import SessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.terminal.widget import TerminalView
-from bbrowse.tui.textual_private import notifications
 from bbrowse.wire import Browser
 
 
@@ -234,26 +233,6 @@ async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_re
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="esc goes back")
         assert screen is not app.screen
-
-
-async def test_a_session_deleted_before_its_shell_starts_says_so_instead_of_an_error(
-    service, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Deleted elsewhere while the screen opened (the table still showed it): the spawn is refused, and the
-    pane says the session was deleted, as it does for a running shell, not "Could not start the shell"."""
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 3600.0)
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
-    browser = Browser.model_validate((await http.post("/browsers", json={"timeout_seconds": 600})).json())
-    assert (await http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)
-    app = make_app(service)
-    async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
-        app.push_screen(SessionScreen(browser))
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
-        tab = app.screen.query_one(ShellTab)
-        await wait_for(pilot, lambda: "session was deleted" in terminal_text(tab.terminal), what="the pane says so")
-        assert tab.gone and "session deleted" in str(tab.terminal.border_title)
-        assert not any("Could not start the shell" in (n.title or "") + n.message for n in notifications(app))
 
 
 def test_a_lone_esc_is_told_from_an_escape_sequence_in_25_ms_not_100() -> None:
