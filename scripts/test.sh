@@ -24,20 +24,17 @@ install_check=$!
 status=0
 .venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
   "$@" || status=$?
-mypy_status=0
-wait "$mypy_check" || mypy_status=$?
-cat "$mypy_log"
-rm -f "$mypy_log"
-if [ "$mypy_status" != 0 ]; then
-  echo "type check failed (above)" >&2
-  [ "$status" != 0 ] || status=$mypy_status
-fi
-install_status=0
-wait "$install_check" || install_status=$?
-cat "$install_log"
-rm -f "$install_log"
-if [ "$install_status" != 0 ]; then
-  echo "install check failed: bbrowse does not resolve to wheels on every platform (above)" >&2
-  [ "$status" != 0 ] || status=$install_status
-fi
+# A background check: its output, and its failure counted as the command's (after the tests' own).
+finish() {
+  local code=0
+  wait "$1" || code=$?
+  cat "$2"
+  rm -f "$2"
+  if [ "$code" != 0 ]; then
+    echo "$3 (above)" >&2
+    [ "$status" != 0 ] || status=$code
+  fi
+}
+finish "$mypy_check" "$mypy_log" "type check failed"
+finish "$install_check" "$install_log" "install check failed: bbrowse does not resolve to wheels on every platform"
 exit "$status"

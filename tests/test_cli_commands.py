@@ -9,22 +9,16 @@ import os
 import secrets
 import shlex
 import subprocess
-from collections.abc import Iterator
 
-import httpx
 import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, bb_here, cli_env
 from conftest import session_area
 
 
-@pytest.fixture(scope="module")
-def session_id(service) -> Iterator[str]:
-    """One session for the module's tests (a browser each cost a Chromium start); each test has its own `area`."""
-    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
-        r = http.post("/browsers", json={"timeout_seconds": 900})
-        assert r.status_code == 200, r.text
-        yield r.json()["session_id"]
-        http.delete(f"/browsers/{r.json()['session_id']}")
+@pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session (a session each would cost a Chromium start): its tests leave nothing another sees."""
+    return module_session_id
 
 
 @pytest.fixture

@@ -52,15 +52,10 @@ def stty_size(term: PtyProcess) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-@pytest.fixture(scope="module")
-def session_id(service) -> Iterator[str]:
-    """One session for the module's tests (a browser each cost a Chromium start): they leave nothing another
-    one sees. The test that deletes its session has one of its own (`own_session_id`)."""
-    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
-        r = http.post("/browsers", json={"timeout_seconds": 900})
-        assert r.status_code == 200, r.text
-        yield r.json()["session_id"]
-        http.delete(f"/browsers/{r.json()['session_id']}")
+@pytest.fixture
+def session_id(module_session_id: str) -> str:
+    """The module's session (a session each would cost a Chromium start): its tests leave nothing another sees."""
+    return module_session_id
 
 
 @pytest.fixture
