@@ -1,9 +1,9 @@
 """Reaps children of the service that their owner left unreaped: a zombie kept for a minute is collected.
 
 Every child the service starts has an owner that collects its exit: the event loop's process transport
-(Chromium, Xvfb, ffmpeg, xdotool) or the PTY process's pidfd (what clients spawn). Still, one Chromium in
-5,050 deleted sessions was once left a zombie (docs/reliability.md, Soak): a pid that a service running
-for weeks would pile up. As an init process does, the service collects such strays itself: a child seen as
+(Chromium, Xvfb, ffmpeg, xdotool) or the PTY process's pidfd (what clients spawn). Still, a stray can be
+left (docs/reliability.md, Soak), and a service running for weeks would pile such pids up. As an init
+process does, the service collects such strays itself: a child seen as
 a zombie at two looks `INTERVAL_SECONDS` apart is reaped and named in the service log, so the leak shows
 and costs nothing. An owner that is merely slow is never robbed: every owner reaps within milliseconds.
 """

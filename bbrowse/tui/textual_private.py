@@ -114,10 +114,10 @@ ESC = "\x1b"
 class QuickExitDriver(LinuxDriver):
     """Textual's Linux driver with two of its waits cut, both felt by every shell pane user.
 
-    A lone Esc was held until the input thread's next 0.1 s `select` wake-up (it reached vim 100–140 ms
-    late), so the thread wakes after `ESCAPE_DELAY` while an Esc is pending; and on quit the terminal was
-    restored only after that thread noticed its stop flag, so the thread is only told to stop. Its input
-    loop is a copy of `LinuxDriver.run_input_thread` with those timeouts; the rest is Textual's.
+    A lone Esc would wait for the input thread's next 0.1 s `select` wake-up, so the thread wakes after
+    `ESCAPE_DELAY` while an Esc is pending; and the terminal would be restored at quit only after that
+    thread noticed its stop flag, so the thread is only told to stop. Its input loop is a copy of
+    `LinuxDriver.run_input_thread` with those timeouts; the rest is Textual's (docs/decisions.md).
     """
 
     #: Set by the app when it quits: the input thread is not waited for.
