@@ -11,7 +11,9 @@ import click
 from bbrowse import __version__
 from bbrowse.commands import COMMANDS
 from bbrowse.limits import RetentionLimits, parse_duration, parse_size
-from bbrowse.startup import pause_collection
+from bbrowse.startup import pause_collection, skip_httpx_command_line
+
+skip_httpx_command_line()
 
 
 class CommandGroup(click.Group):
@@ -99,6 +101,9 @@ def main(ctx: click.Context, profile: str | None, theme: str | None) -> None:
             from bbrowse.launcher import find_or_start_soon
 
             embedded = find_or_start_soon()
+        from bbrowse.tui import graphics_probe
+
+        graphics_probe.start()  # the terminal answers while the app loads
     from bbrowse.config import Overrides, set_command_line
 
     if theme is not None:

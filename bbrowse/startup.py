@@ -1,12 +1,23 @@
-"""Start-up without the cyclic garbage collector's passes.
+"""Start-up without the cyclic garbage collector's passes, and without httpx's command line.
 
 What the app and the service allocate while they start (modules, classes, models, routes: ~100,000
 objects) lives as long as the process, yet each full collection walks all of it: 0.1 CPU-s of the
 service's 0.9 before it listens, 0.05 of the app's imports. The entry points pause collection while
 they start and resume it once started, with what start-up made moved out of the collector's sight.
+
+`import httpx` also loads its own command line (`httpx._main`: click, rich's progress and syntax,
+pygments' lexers) when those can be imported, half of its import time; bbrowse never runs it.
 """
 
 import gc
+import sys
+
+
+def skip_httpx_command_line() -> None:
+    """Called by `bbrowse` before anything imports httpx: httpx then takes its command line as not installed
+    (it guards that import for installs without click and rich); `httpx.main` is then a stub saying so."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 def pause_collection() -> None:

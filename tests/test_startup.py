@@ -22,7 +22,7 @@ import json, os, sys
 from bbrowse import launcher
 
 def asked():
-    print(json.dumps(sorted(sys.modules)), flush=True)
+    print(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None)), flush=True)
     os._exit(0)
 
 launcher.find_or_start_soon = asked
@@ -111,6 +111,18 @@ def test_the_first_screen_loads_no_session_screen_nor_pane(tmp_path):
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_CONFIG_DIR": str(tmp_path)},
     ).stdout)
     assert [m for m in loaded if m == "bbrowse.tui.screens.session" or m.startswith("bbrowse.tui.panes")] == []
+
+
+def test_bbrowse_loads_httpx_without_its_command_line(tmp_path):
+    """httpx's own command line (click, rich's progress bars and syntax, pygments' lexers) is never loaded."""
+    loaded = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; import bbrowse.cli; from bbrowse.client import BrowserClient; "
+                               "import httpx; httpx.Client().close(); "
+                               "print(json.dumps(sorted(m for m, module in sys.modules.items() if module)))"],
+        capture_output=True, text=True, check=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    ).stdout)
+    assert "httpx" in loaded
+    assert [m for m in loaded if m in ("httpx._main", "rich.progress", "rich.syntax", "pygments.lexers")] == []
 
 
 def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen():

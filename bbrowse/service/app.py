@@ -10,6 +10,7 @@ answered as Kernel's in-VM server answers them: `{"message": ...}` (wire `VmErro
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import time
 import warnings
@@ -24,13 +25,11 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bbrowse import __version__
-from bbrowse.service import cdp_proxy
 from bbrowse.service.auth import BearerAuthMiddleware
 from bbrowse.service.config import ServiceConfig
+from bbrowse.service.deferred_routes import DeferredRoutes, DeferredRoutesMiddleware, takes
 from bbrowse.service.errors import ServiceError, error_body
 from bbrowse.service.openapi import service_openapi
-from bbrowse.service.routes import browser, computer, files, fs_watch, fs_write, logs, processes, screenshot, sessions
-from bbrowse.service.routes import telemetry as telemetry_routes
 from bbrowse.service.state import build_state, service_state
 from bbrowse.service.telemetry import TelemetryManager
 from bbrowse.service.telemetry_http import TelemetryMiddleware
@@ -48,10 +47,16 @@ access_log = logging.getLogger("bbrowse.access")
 #: authenticated there by the session's `jwt` alone. A new area (e.g. more computer/* or fs/* routes)
 #: only needs its module listed here, and `vm_served(APIRouter(...))` if the VM serves it; nothing else
 #: to do for the `/vm` copy. A new part the handlers need is a field of `ServiceState`, made in `build_state`.
-AREAS = (sessions, processes, files, fs_write, fs_watch, logs, screenshot, browser, computer, cdp_proxy)
+#: The first area is built before the service serves, the others may be built just after (`deferred_routes`).
+AREAS = tuple(f"bbrowse.service.{name}" for name in (
+    "routes.sessions", "routes.processes", "routes.files", "routes.fs_write", "routes.fs_watch", "routes.logs",
+    "routes.screenshot", "routes.browser", "routes.computer", "cdp_proxy", "routes.telemetry",
+))
 
 
-def create_app(config: ServiceConfig) -> FastAPI:
+def create_app(config: ServiceConfig, *, defer_routes: bool = False) -> FastAPI:
+    """The service's app. `defer_routes` (`bbrowse serve`): only the sessions' routes are built now, the others
+    once it serves (`bbrowse.service.deferred_routes`); the app is the same either way."""
     # FastAPI reads each body under the alias "body"; with the wire models built on first use (WireModel),
     # pydantic takes that alias for a misplaced one and warns at the first request (pydantic#12356).
     warnings.filterwarnings("ignore", message="The 'alias' attribute with value 'body'",
@@ -61,8 +66,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
     telemetry.install()
     state.shutdown.append(telemetry.stop)
 
+    deferred = DeferredRoutes(lambda: _include_areas(app, AREAS[1:]),
+                              built=lambda scope: takes(flat_routes(app.routes), scope))
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        deferred.finish_soon()
         await start_worker_threads()
         state.sessions.start_reaper()
         for start in state.startup:
@@ -86,23 +95,39 @@ def create_app(config: ServiceConfig) -> FastAPI:
         redoc_url=None,
     )
     app.state.service = state
-    for area in AREAS:
-        app.include_router(area.router)
-        if is_vm_served(area.router):
-            app.include_router(mirror(area.router))
     app.state.telemetry = telemetry
-    app.include_router(telemetry_routes.router)
-    app.include_router(telemetry_routes.stream_router)
-    app.include_router(mirror(telemetry_routes.stream_router))
-    # The errors the service really answers, and the bearer scheme (FastAPI's documented way to replace the schema).
-    app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
+    _include_areas(app, AREAS[:1])
+    if not defer_routes:
+        deferred.finish()
+
+    def openapi() -> dict:
+        """The errors the service really answers, and the bearer scheme (FastAPI's documented way to replace the
+        schema), of every route."""
+        deferred.finish()
+        return service_openapi(app)
+
+    app.openapi = openapi  # type: ignore[method-assign]
     _install_error_handlers(app)
     if config.kernel_compat:  # innermost: Go's decoder skips unknown fields, the default refuses them
         app.add_middleware(UnknownFieldsIgnored, routes=lambda: flat_routes(app.routes))
     app.add_middleware(TelemetryMiddleware, telemetry=telemetry)
     app.add_middleware(BearerAuthMiddleware, token=config.token, vm_tokens=state.vm_tokens)
     app.add_middleware(AccessLogMiddleware)
+    if not deferred.complete:
+        app.add_middleware(DeferredRoutesMiddleware, routes=deferred)
     return app
+
+
+def _include_areas(app: FastAPI, modules: Iterable[str]) -> None:
+    """Each area's routes (importing its module builds them), and their copy under the VM endpoint if it has one.
+    The telemetry area has two routers: its stream is served under the VM endpoint too."""
+    for module in map(importlib.import_module, modules):
+        for router in (module.router, getattr(module, "stream_router", None)):
+            if router is None:
+                continue
+            app.include_router(router)
+            if is_vm_served(router):
+                app.include_router(mirror(router))
 
 
 def _json_error(

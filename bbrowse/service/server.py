@@ -179,7 +179,7 @@ def serve(
     announce(f"(url and token in {discovery}, mode 0600)")
     sys.stdout.flush()
     with without_pydantic_v1():
-        app = create_app(config)
+        app = create_app(config, defer_routes=True)
     resume_collection()  # started: what start-up made stays for good (`bbrowse.startup`)
     uv_config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on",

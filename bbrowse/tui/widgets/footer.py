@@ -3,17 +3,23 @@ whose keys are not bindings (the terminal) can say which keys still reach the ap
 
 Keys that do not fit whole are hidden from the right (the palette key, docked right, stays). Inside a
 terminal, where every key goes to the program, it says which keys still reach the app (alt+digit, the
-leave chord); any other focused widget with a `FOOTER_HINT` string gets it shown the same way.
+leave chord); any other focused widget with a `FOOTER_HINT` string gets it shown the same way. A change of
+bindings that leaves the keys shown as they are (the focus moving between two widgets with the same keys, the
+screen's first focus) recomposes nothing: each recompose mounts, styles and lays out every key again.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
 
 from bbrowse.tui.textual_private import FooterKey, FooterLabel
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 
 class BbrowseFooter(Footer):
@@ -21,13 +27,25 @@ class BbrowseFooter(Footer):
     BbrowseFooter FooterLabel.-hint { margin: 0 1; }
     """
 
+    #: What the keys on show were composed from (`_keys_shown`), and whether a recompose is already asked for.
+    _drawn: tuple | None = None
+    _recompose_asked = False
+
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._drawn = self._keys_shown()
         for widget in super().compose():
             # A key is born compact, then bound to ours: two restyles a key at every recompose; the palette
             # key (not bound) stays compact.
             if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
                 widget.set_reactive(FooterKey.compact, self.compact)
             yield widget
+        hint = self._hint()
+        if hint:
+            yield FooterLabel(hint, classes="-hint")
+
+    def _hint(self) -> str | None:
+        """The keys a focused terminal lets through, or the focused widget's `FOOTER_HINT`."""
         focused = self.screen.focused if self._bindings_ready else None
         hint = getattr(focused, "FOOTER_HINT", None)
         # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
@@ -37,8 +55,31 @@ class BbrowseFooter(Footer):
             # A screen without tabs (broadcast typing) sets TAB_SWITCH_HINT to "".
             switch = getattr(self.screen, "TAB_SWITCH_HINT", "alt+1… switch tabs")
             hint = " · ".join(part for part in ("every key goes to the program", switch, leave) if part)
-        if hint:
-            yield FooterLabel(hint, classes="-hint")
+        return hint
+
+    def _keys_shown(self) -> tuple:
+        """Everything `compose` draws from: the screen's shown bindings (and the palette's), their state, the hint."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        bindings = tuple(
+            (key, binding.action, self.app.get_key_display(binding), binding.description, enabled, tooltip,
+             binding.group, binding.tooltip)
+            for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == palette
+        )
+        return bindings, self.compact, self.show_command_palette, self._hint()
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Textual's, but at most one recompose a frame, and none when the keys shown stay the same."""
+        self._bindings_ready = True
+        if not screen.app.app_focus or not self.is_attached or screen is not self.screen or self._recompose_asked:
+            return
+        self._recompose_asked = True
+        self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        self._recompose_asked = False
+        if self.is_attached and self._keys_shown() != self._drawn:
+            await self.recompose()
 
     async def recompose(self) -> None:
         await super().recompose()

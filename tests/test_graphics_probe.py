@@ -1,0 +1,144 @@
+"""The terminal's graphics support, asked in one round trip: a real PTY, with a test playing the terminal."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from bbrowse.tui import graphics_probe
+from bbrowse.tui.graphics_probe import QUESTIONS, GraphicsSupport, ask
+
+TMUX = "\x1b[?1;2c"  # answers the device attributes only
+KITTY = "\x1b[6;32;16t\x1b_Gi=31;OK\x1b\\\x1b[?62;22c"
+SIXEL = "\x1b[6;20;10t\x1b[?62;4;22c"
+
+
+class Terminal:
+    """The master side of a PTY: reads what the program writes and, once every question is in, answers
+    (after `delay` seconds, `answer` in one write, or nothing when `answer` is None)."""
+
+    def __init__(self, answer: str | None, delay: float = 0.0) -> None:
+        self.master, self.slave = os.openpty()
+        self.answer, self.delay = answer, delay
+        self.heard = b""
+        self.writes = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while QUESTIONS.encode() not in self.heard:
+            readable, _, _ = select.select([self.master], [], [], 5)
+            if not readable:
+                return
+            self.heard += os.read(self.master, 1024)
+            self.writes += 1
+        if self.answer is not None:
+            time.sleep(self.delay)
+            os.write(self.master, self.answer.encode())
+
+    def close(self) -> None:
+        """Stop playing the terminal, keeping in `heard` whatever else the program wrote."""
+        self._thread.join(5)
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.master, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.heard += chunk
+        os.close(self.master)
+        os.close(self.slave)
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (TMUX, GraphicsSupport(cell=None, kitty=False, sixel=False)),
+    (KITTY, GraphicsSupport(cell=(16, 32), kitty=True, sixel=False)),
+    (SIXEL, GraphicsSupport(cell=(10, 20), kitty=False, sixel=True)),
+])
+def test_one_write_of_questions_and_the_answers_read_as_soon_as_the_last_is_in(answer, expected) -> None:
+    terminal = Terminal(answer)
+    try:
+        started = time.monotonic()
+        support = ask(terminal.slave, terminal.slave, timeout=5.0)
+        took = time.monotonic() - started
+    finally:
+        terminal.close()
+    assert support == expected
+    assert terminal.heard == QUESTIONS.encode()
+    assert took < 1.0, f"waited {took:.2f} s though every answer was in"  # not the 5 s allowed
+
+
+def test_a_kitty_answer_slower_than_a_tenth_of_a_second_still_counts() -> None:
+    """Across a slow link every answer is late; the device attributes' answer, not a clock, ends the wait."""
+    terminal = Terminal(KITTY, delay=0.3)
+    try:
+        support = ask(terminal.slave, terminal.slave, timeout=5.0)
+    finally:
+        terminal.close()
+    assert support is not None and support.kitty
+
+
+def test_a_terminal_that_never_answers_is_waited_for_no_longer_than_the_timeout() -> None:
+    terminal = Terminal(None)
+    try:
+        started = time.monotonic()
+        support = ask(terminal.slave, terminal.slave, timeout=0.3)
+        took = time.monotonic() - started
+    finally:
+        terminal.close()
+    assert support is None
+    assert 0.3 <= took < 3.0
+
+
+def test_the_terminal_is_left_in_the_mode_it_was_in() -> None:
+    import termios
+
+    terminal = Terminal(TMUX)
+    try:
+        before = termios.tcgetattr(terminal.slave)
+        ask(terminal.slave, terminal.slave, timeout=5.0)
+        after = termios.tcgetattr(terminal.slave)
+    finally:
+        terminal.close()
+    assert after == before
+
+
+CHOSEN = """
+import sys
+from bbrowse.tui import graphics_probe
+graphics_probe.start()
+from bbrowse.tui.widgets.image_widgets import image_widgets
+from textual_image import renderable
+from textual_image._terminal import get_cell_size
+print("chosen", renderable.Image.__module__.rsplit(".", 1)[1], image_widgets.Image.__name__, tuple(get_cell_size()),
+      file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("answer", "chosen"), [
+    (KITTY, "tgp AutoImage (16, 32)"),
+    (SIXEL, "sixel Image (10, 20)"),
+    (TMUX, "halfcell AutoImage (10, 20)"),
+])
+def test_textual_image_draws_with_what_the_terminal_said_and_asks_nothing_more(answer, chosen) -> None:
+    """The app's import of the image widgets, in a terminal: textual-image takes the probe's answers."""
+    terminal = Terminal(answer)
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("TEXTUAL_CELL_WIDTH", None)
+    env.pop("TEXTUAL_CELL_HEIGHT", None)
+    try:
+        done = subprocess.run([sys.executable, "-c", CHOSEN], stdin=terminal.slave, stdout=terminal.slave,
+                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
+    finally:
+        terminal.close()
+    assert done.returncode == 0, done.stderr
+    assert f"chosen {chosen}" in done.stderr
+    assert terminal.heard == QUESTIONS.encode(), "textual-image asked the terminal again"
+    assert graphics_probe.answers() is None  # this process, not a terminal, never asked
