@@ -110,3 +110,37 @@ async def test_help_and_a_palette_entry_for_every_action(browserless_service) ->
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen", what="create form")
+
+
+async def test_the_sessions_listed_while_the_app_loads_are_its_first_table_and_are_not_asked_again(
+    browserless_service, browserless_http: httpx.AsyncClient, monkeypatch
+) -> None:
+    """`bbrowse` resolves its service and lists its sessions in a thread while it loads (`target.resolve_soon`):
+    the sessions screen opens with those rows drawn, and asks the service again only when its poll is due."""
+    from bbrowse.client import transport
+    from bbrowse.config import Profile
+    from bbrowse.target import resolve_soon
+    from bbrowse.tui.app import BbrowseApp
+
+    made = (await browserless_http.post("/browsers", json={"name": f"first-{uuid.uuid4().hex[:6]}"})).json()
+    asked: list[str] = []
+    original = transport.Transport.request
+
+    async def request(self, method, path, **options):
+        if (method, path) == ("GET", "/browsers"):
+            asked.append(path)
+        return await original(self, method, path, **options)
+
+    pending = resolve_soon(Profile(name="test", kind="remote", base_url=browserless_service.url,
+                                   token=browserless_service.token))
+    target = pending.result(timeout=30)
+    assert target.first_listing is not None and made["session_id"] in {b.session_id for b in target.first_listing}
+    monkeypatch.setattr(transport.Transport, "request", request)  # the app's own calls from here on
+    app = BbrowseApp(resolve=pending.result)
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        assert made["session_id"] in table_ids(app)  # drawn with the screen, not after a call of its own
+        await pilot.pause(0.5)
+        assert asked == []
+        await pilot.press("r")  # a refresh the user asks for still asks
+        await wait_for(pilot, lambda: asked == ["/browsers"], what="the refresh's call")

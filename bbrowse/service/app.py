@@ -71,11 +71,11 @@ def create_app(config: ServiceConfig, *, defer_routes: bool = False) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        deferred.finish_soon()
         await start_worker_threads()
         state.sessions.start_reaper()
         for start in state.startup:
             await start()
+        deferred.finish_soon()  # after the requests already waiting, which come next
         log.info("bbrowse %s serving (state in %s)", __version__, config.state_dir)
         try:
             yield

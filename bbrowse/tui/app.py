@@ -257,10 +257,14 @@ class BbrowseApp(App):
         self.client = BrowserClient(config=target.config)
         self.service_label = target.label
         self.connection_state = "connected"
+        listed, target.first_listing = target.first_listing, None  # as it was a moment ago: used once
+        for browser in listed or ():
+            self.client.routes.learn(browser)
+        sessions = SessionsScreen(listed)
         if isinstance(self.screen, StartingScreen):
-            self.switch_screen(SessionsScreen())
+            self.switch_screen(sessions)
         else:
-            self.push_screen(SessionsScreen())
+            self.push_screen(sessions)
 
     def connected_client(self) -> BrowserClient:
         """The client of the service in use, for the screens and panes (`AppServices`). They exist only while

@@ -62,9 +62,13 @@ class Poller:
         self._was_visible = False
         self._timer: Timer | None = None
 
-    def start(self) -> None:
-        """Ask now (when in view), then tick; the owner's timers stop with it."""
+    def start(self, *, answered: bool = False) -> None:
+        """Ask now (when in view), then tick; the owner's timers stop with it. `answered`: the owner's data was
+        just listed: the first ask waits `every` (a `poke` still asks at once)."""
         self._timer = self.owner.set_interval(min(self.every, 1.0), self._tick, name="poll")
+        if answered:
+            self._was_visible, self._due = True, self._clock() + self.every
+            return
         self._tick()
 
     def stop(self) -> None:

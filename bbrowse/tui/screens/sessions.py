@@ -113,11 +113,13 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         live: bool = True,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        """`browsers` pre-fills the table; `live=False` never asks the service (fixed layouts, snapshots);
-        `clock` gives "now" for the relative times."""
+        """`browsers` pre-fills the table (live: as just listed, so the first ask waits); `live=False` never asks
+        the service (fixed layouts, snapshots); `clock` gives "now" for the relative times."""
         super().__init__()
         self._browsers: dict[str, Browser] = {b.session_id: b for b in browsers or ()}
         self._loaded = browsers is not None
+        #: Shown with what was just listed: the first showing asks nothing more.
+        self._just_listed = browsers is not None and live
         self._live = live
         self._clock = clock
         self._poller = Poller(self, self.refresh_sessions, every=REFRESH_SECONDS, longest=LONGEST_REFRESH_SECONDS)
@@ -152,7 +154,9 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         table.focus()
         self.watch(self.app, "connection_state", self._connection_changed)
         if self._live:
-            self._poller.start()
+            self._poller.start(answered=self._just_listed)
+            if self._just_listed:
+                self._fresh_at = self._clock()
 
     def _connection_changed(self, state: str) -> None:
         """Lost: the table is what it was, dimmed, and a line says so. Back: asked again at once."""
@@ -163,7 +167,7 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
         if stale:
             since = f" since {self._fresh_at.astimezone().strftime('%H:%M:%S')}" if self._fresh_at else ""
             line.update(f"The service is not answering: this list has not been updated{since}.")
-        elif state == "connected" and self._live:
+        elif state == "connected" and self._live and not self._just_listed:
             self._poller.poke()
 
     def on_resize(self) -> None:
@@ -176,8 +180,9 @@ class SessionsScreen(SelectionActions, BbrowseScreen):
             self._apply()  # back from the wall: its selection shows
         self._keep_focus_in_view()
         self.call_after_refresh(self._keep_focus_in_view)  # after a dismissed form's callback changed the table
-        if self._live:
+        if self._live and not self._just_listed:
             self._poller.poke()
+        self._just_listed = False
 
     # data -----------------------------------------------------------------
 
