@@ -142,3 +142,28 @@ def test_textual_image_draws_with_what_the_terminal_said_and_asks_nothing_more(a
     assert f"chosen {chosen}" in done.stderr
     assert terminal.heard == QUESTIONS.encode(), "textual-image asked the terminal again"
     assert graphics_probe.answers() is None  # this process, not a terminal, never asked
+
+
+CELL = """
+import sys
+from bbrowse.tui import graphics_probe
+graphics_probe.start()
+assert graphics_probe.answers() is not None
+from bbrowse.tui.widgets.halfcell import cell_size
+print("cell", cell_size(), file=sys.stderr)
+"""
+
+
+def test_the_half_cell_canvas_sizes_pictures_with_the_terminal_s_answer_and_asks_nothing_more() -> None:
+    """The app imports the image widgets only when a picture is first shown; a live view's canvas may ask its
+    cell size first: it gets the probe's answer, and the terminal (owned by Textual by then) is not asked."""
+    terminal = Terminal(KITTY)
+    try:
+        done = subprocess.run([sys.executable, "-c", CELL], stdin=terminal.slave, stdout=terminal.slave,
+                              stderr=subprocess.PIPE, env={**os.environ, "TERM": "xterm-256color"}, timeout=60,
+                              text=True)
+    finally:
+        terminal.close()
+    assert done.returncode == 0, done.stderr
+    assert "cell (16, 32)" in done.stderr
+    assert terminal.heard == QUESTIONS.encode(), "textual-image asked the terminal again"

@@ -2,7 +2,7 @@
 
 Importing an area's module builds its routes (FastAPI reads every handler's signature): 0.2 CPU-s for all
 of them, while an app that has just started the service only lists the sessions. `bbrowse serve` builds the
-sessions area before it serves, and the others in order right after its first moments, or at once when a
+sessions area before it serves, and the others in order a second later, or at once when a
 request comes for a route not built yet. Either way the app ends with the same routes in the same order.
 """
 
@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-#: Seconds after start-up before the rest is built unasked: the requests already waiting are served first.
-REST_AFTER_SECONDS = 0.1
+#: Seconds after start-up before the rest is built unasked: the requests already waiting are served first, and
+#: the app that started the service has drawn its first screen (building them takes a core for 0.2 s).
+REST_AFTER_SECONDS = 1.0
 
 
 class DeferredRoutes:

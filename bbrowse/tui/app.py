@@ -767,9 +767,12 @@ def run_app(settings: Settings | None = None, problems: Sequence[str] = (),
     if pending is None:
         pending = resolve_soon(settings.active_profile)
     problems = [*problems, *filter(None, [version_problem()])]
-    # textual-image asks the terminal about kitty/sixel support when imported, which is only
-    # possible before Textual takes the terminal over: import the image widget now.
-    import bbrowse.tui.widgets.image_view  # noqa: F401
+    from bbrowse.tui import graphics_probe
+
+    if graphics_probe.answers() is None:
+        # textual-image asks the terminal itself when imported, which is only possible before Textual takes the
+        # terminal over: import the image widget now. With the probe's answers it asks nothing: imported when used.
+        import bbrowse.tui.widgets.image_view  # noqa: F401
 
     app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
                      config_path=config_file(), problems=problems, driver_class=driver_class())

@@ -77,6 +77,8 @@ def cell_size() -> tuple[int, int]:
     try:
         from textual_image._terminal import get_cell_size
 
+        import bbrowse.tui.widgets.image_widgets  # noqa: F401  (hands textual-image the terminal's answers)
+
         size = get_cell_size()
     except Exception:  # no terminal to ask: the common default
         return DEFAULT_CELL

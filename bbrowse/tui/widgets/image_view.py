@@ -1,9 +1,9 @@
 """An image drawn inline with textual-image, scaled to the space it has, keeping its aspect ratio.
 
 textual-image picks its protocol (kitty graphics, sixel, half-cell blocks, unicode) when it is first
-imported, by querying the terminal, which is no longer possible once Textual owns it: so this module
-imports `textual_image.widget` at import time (through `image_widgets`), and the app must import it
-before `App.run()`. `BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty),
+imported, from the terminal's answers (`image_widgets`: the app's probe's, else its own questions, which
+are possible only before Textual owns the terminal: the app then imports this module before `App.run()`).
+`BBROWSE_IMAGE_RENDERING` overrides the choice: `auto` (default), `tgp` (kitty),
 `sixel`, `halfcell` or `unicode`. Tests force `halfcell`. Half cells and kitty graphics are drawn by
 bbrowse's own canvases (`halfcell.py`, fast enough for the live view; `kitty.py`, one image id, pixels
 sent only when they change).

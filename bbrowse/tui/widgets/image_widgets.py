@@ -6,8 +6,8 @@ answers are handed over and textual-image asks nothing: it is imported with a st
 no terminal, then given the probe's choice, in textual-image's order (sixel, else kitty graphics, else half
 cells). Without the probe's answers textual-image asks for itself, with two guards: a terminal that reports
 a 0×0 size (a PTY nobody sized) is said as the OSError textual-image expects, not a ZeroDivisionError, and
-its logger gets a NullHandler, so its warnings do not land on the user's screen. Imported before
-`App.run()`, while the terminal can still be asked.
+its logger gets a NullHandler, so its warnings do not land on the user's screen. Without the answers, imported
+before `App.run()`, while the terminal can still be asked; with them, when first needed.
 """
 
 from __future__ import annotations
