@@ -10,8 +10,9 @@
   back: seconds until the stall is said (top bar, both panes), and until every shell line and every log line
   of the gap is on screen; lines lost and lines twice. Baseline in the same run: a line written with the link
   well, until shown in the log pane (the link's own latency).
-- launch: a fresh `bbrowse` process on a remote TLS service (a test CA, `SSL_CERT_FILE`) through the link,
-  until its sessions table lists the service's sessions; the `GET /browsers` calls it made meanwhile.
+- launch: a fresh `bbrowse` process (its command line, as a user starts it; the app headless) on a remote TLS
+  service (a test CA, `SSL_CERT_FILE`) through the link, until its sessions table lists the service's sessions;
+  the `GET /browsers` calls it made meanwhile.
   Baseline: the same launch straight to the service (loopback, no delay). Target: <= 1 s + 4 round trips.
 - keys: a key the prediction cannot help (the shell's key path: `StdinWriter` -> `stdin`, echo back over
   `attach`, `stty raw -echo; cat`), typed at 5/s and at 20/s; p50/p99. Baselines: the link's round trip,
@@ -177,28 +178,58 @@ def stall_bench(rtts: list[int], stall: float) -> None:
 # ---------------------------------------------------------------- launch
 
 LAUNCH = """
-import time, sys
-from bbrowse.client import transport
-from bbrowse.tui import app
-from bbrowse.tui.screens import sessions
+import importlib.abc, importlib.machinery, sys, time
+
+def after_import(name, patch):
+    # `patch(module)` once the module is imported by bbrowse itself, wherever that happens: `bbrowse` resolves its
+    # service and lists its sessions before it imports the app, and a patch made here must not import it sooner.
+    class Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            run = spec.loader.exec_module
+            def exec_module(module):
+                run(module)
+                patch(module)
+            spec.loader.exec_module = exec_module
+            return spec
+    sys.meta_path.insert(0, Hook())
+
 calls = []
-original_request = transport.Transport.request
-async def request(self, method, path, **kw):
-    if method == "GET" and path == "/browsers":
-        calls.append(path)
-    return await original_request(self, method, path, **kw)
-transport.Transport.request = request
-original = sessions.SessionsScreen._apply
-def apply(self):
-    original(self)
-    if self.query_one("#sessions-table").row_count:
-        self.app.call_after_refresh(self.app.exit)
-sessions.SessionsScreen._apply = apply
-original_run = app.BbrowseApp.run
-app.BbrowseApp.run = lambda self, **kw: original_run(self, headless=True)
-app.leave_at_once = lambda the_app: None  # it ends the process (os._exit) before the figure is printed
-app.run_app()
-print(time.time() - float(sys.argv[1]), len(calls))
+
+def count_listings(transport):
+    original_request = transport.Transport.request
+    async def request(self, method, path, **kw):
+        if method == "GET" and path == "/browsers":
+            calls.append(path)
+        return await original_request(self, method, path, **kw)
+    transport.Transport.request = request
+
+def exit_when_listed(sessions):
+    original = sessions.SessionsScreen._apply
+    def apply(self):
+        original(self)
+        if self.query_one("#sessions-table").row_count:
+            self.app.call_after_refresh(self.app.exit)
+    sessions.SessionsScreen._apply = apply
+
+def headless(app):
+    original_run = app.BbrowseApp.run
+    app.BbrowseApp.run = lambda self, **kw: original_run(self, headless=True)
+    app.leave_at_once = lambda the_app: None  # it ends the process (os._exit) before the figure is printed
+
+after_import("bbrowse.client.transport", count_listings)
+after_import("bbrowse.tui.screens.sessions", exit_when_listed)
+after_import("bbrowse.tui.app", headless)
+sys.argv = ["bbrowse"]
+from bbrowse.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(time.time() - float(sys.argv_started), len(calls))
 """
 
 
@@ -220,7 +251,7 @@ def launch_bench(rtts: list[int], runs: int) -> None:
         env.update(KERNEL_API_KEY=service.token, SSL_CERT_FILE=str(test_ca.ca_file))
 
         def one(url: str) -> tuple[float, int]:
-            out = subprocess.run([sys.executable, "-c", LAUNCH, repr(time.time())],
+            out = subprocess.run([sys.executable, "-c", LAUNCH.replace("sys.argv_started", repr(time.time()))],
                                  env={**env, "KERNEL_BASE_URL": url, "BBROWSE_STATE_DIR": tempfile.mkdtemp()},
                                  capture_output=True, text=True, timeout=120)
             if out.returncode != 0 or not out.stdout.strip():
