@@ -267,3 +267,51 @@ async def test_sizes_reported_while_a_shell_starts_start_one_shell_at_the_last_s
     finally:
         await shell.close()
         await browserless_http.delete(f"/browsers/{session['session_id']}")
+
+
+async def test_tiles_with_a_picture_wait_for_the_blank_ones_then_take_frames_again(browserless_service,
+                                                                                 browserless_http) -> None:
+    """As the wall opens, a tile's second frame comes only once every tile shows a first one: the app's (and the
+    browsers') time goes to the blank tiles first. The frames here come from the test (two fast sessions, one
+    whose first frame takes 0.6 s); the sessions are the browserless service's."""
+    import time
+
+    from PIL import Image
+
+    class Frames:
+        def __init__(self, first_after: float) -> None:
+            self.first_after = first_after
+            self.taken: list[float] = []
+
+        async def frames(self):
+            await asyncio.sleep(self.first_after)
+            while True:
+                self.taken.append(time.monotonic())
+                yield Image.new("RGB", (160, 100), (40 * len(self.taken) % 256, 0, 0))
+                await asyncio.sleep(0.02)
+
+    tag = uuid.uuid4().hex[:6]
+    mine = await make_sessions(browserless_http, f"first-{tag}", 3)
+    slow = mine[2]["session_id"]
+    sources: dict[str, Frames] = {}
+
+    def source_for(browser: Browser, size) -> Frames:
+        return sources.setdefault(browser.session_id, Frames(0.6 if browser.session_id == slow else 0.0))
+
+    app = make_app(browserless_service)
+    app.last_filter = f"first-{tag}"
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 3)
+        browsers = sorted(app.screen._browsers.values(), key=lambda b: b.name or "")
+        wall = WallScreen(browsers, matches=lambda b: (b.name or "").startswith(f"first-{tag}"), source_for=source_for)
+        await app.push_screen(wall)
+        await wait_for(pilot, wall.first_frames_drawn, what="a frame in every tile")
+        last_first = sources[slow].taken[0]
+        await wait_for(pilot, lambda: wall.full_at is not None, what="the full wall noted as drawn")
+        assert wall.full_at >= last_first
+        await wait_for(pilot, lambda: all(len(s.taken) >= 3 for s in sources.values()), what="frames again")
+        for session_id, source in sources.items():
+            if session_id != slow:
+                assert source.taken[1] >= last_first, "a second frame was taken before every tile had its first"
+    for session in mine:
+        await browserless_http.delete(f"/browsers/{session['session_id']}")

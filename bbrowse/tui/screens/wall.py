@@ -32,6 +32,7 @@ from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.textual_private import keymap_of
 from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.tile import (
+    FirstPictures,
     FrameSource,
     SessionTile,
     SourceFor,
@@ -108,10 +109,11 @@ class WallScreen(SelectionActions, BbrowseScreen):
         self._host = host
         self._source_for = source_for
         self._tiles: list[SessionTile] = []
+        self._first_pictures = FirstPictures(on_all=self._page_pictured)
         #: Screencasts started as the wall opens, by session, until a tile takes its own (`warm_screencast`).
         self._warm: dict[str, asyncio.Task[Screencast]] = {}
         self._covered = False
-        #: When `w` was pressed, and when every tile of the first page had its first frame (benchmarks).
+        #: When `w` was pressed, and when every tile of the first page had a frame on screen (benchmarks).
         self.opened_at = time.monotonic()
         self.full_at: float | None = None
         if live and source_for is None:  # the first page's screencasts start now, before the wall is even composed
@@ -165,7 +167,8 @@ class WallScreen(SelectionActions, BbrowseScreen):
         columns, rows = self.shape
         grid.styles.grid_size_columns = columns
         grid.styles.grid_size_rows = rows
-        self._tiles = [SessionTile(i, source_for=self.source_for) for i in range(columns * rows)]
+        self._tiles = [SessionTile(i, source_for=self.source_for, first_pictures=self._first_pictures)
+                       for i in range(columns * rows)]
         await grid.mount_all(self._tiles)
 
     def _fitting_shape(self) -> tuple[int, int]:
@@ -200,6 +203,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
             tile.set_class(browser is not None and first + index == self.cursor, "-cursor")
             if client is not None and browser is not None and not self._covered:
                 tile.start(client)
+        self._first_pictures.expect(self._tiles)
         self.query_one("#wall-grid").display = bool(self.browsers)
         self.query_one("#wall-empty").display = not self.browsers
         self._status()
@@ -217,13 +221,19 @@ class WallScreen(SelectionActions, BbrowseScreen):
         self.query_one("#wall-status", Static).update(hint_text(" · ".join(parts), keymap_of(self.app)))
 
     def _tick(self) -> None:
-        """Once a second: the idle times and badges move on; the first full wall is noted."""
+        """Once a second: the idle times and badges move on."""
         for tile in self._tiles:
             tile.redraw_labels()
-        if self.full_at is None and self._tiles:
-            shown = [t for t in self._tiles if t.browser is not None]
-            if shown and all(t.state.frames for t in shown):
-                self.full_at = max(t.state.frame_times[0] for t in shown if t.state.frame_times)
+
+    def _page_pictured(self) -> None:
+        """Every tile of the page shown has its first frame: once the screen shows them, the first full wall is
+        noted and the tiles take frames again (their next frames would delay that screen)."""
+        self.call_after_refresh(self._page_on_screen)
+
+    def _page_on_screen(self) -> None:
+        if self.full_at is None:
+            self.full_at = time.monotonic()
+        self._first_pictures.release()
 
     def pictures_shown(self) -> bool:
         """Every tile of the page shown has a picture: a frame, or the last one drawn of its session."""

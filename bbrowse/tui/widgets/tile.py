@@ -38,8 +38,8 @@ from bbrowse.wire import Browser
 POLL_SECONDS = 0.75
 #: Seconds between two looks at a shown session's replays (the recording badge).
 REPLAYS_SECONDS = 5.0
-#: The first look at the replays waits for the tile's first frame, at most this long: as the wall opens, the
-#: service has every tile's screencast to start first.
+#: The first look at the replays waits for the first pictures of the whole page (else of the tile), at most this
+#: long: as the wall opens, the service has every tile's screencast to start first, and the app every picture.
 REPLAYS_FIRST_WAIT = 2.0
 #: The session may be reaped when less than this share of its inactivity timeout is left (at least
 #: REAP_WARN_SECONDS).
@@ -236,6 +236,57 @@ def tile_line(browser: Browser, state: TileState, now: float, width: int) -> Tex
 #: Makes a tile's frame source for a session, given a function that says the picture's size in pixels.
 SourceFor = Callable[[Browser, Callable[[], tuple[int, int]]], FrameSource]
 
+#: The longest a tile with a picture waits for the others' first pictures before it takes frames again.
+FIRST_PICTURES_SECONDS = 2.0
+
+
+class FirstPictures:
+    """A wall page's first pictures come first: until every tile shown has one, a tile that has its picture
+    takes no new frame (its screencast, unacknowledged, pauses too), so the app's and the browsers' time goes
+    to the tiles still blank. At most FIRST_PICTURES_SECONDS; a page shown anew starts again (`expect`)."""
+
+    def __init__(self, on_all: Callable[[], None] | None = None) -> None:
+        """`on_all`: called when the last blank tile of a page has its picture, instead of letting the tiles go on
+        at once: it calls `release` (the wall: once that picture is on screen, before the others' next frames)."""
+        self._on_all = on_all
+        self._blank: set[int] = set()
+        self._all = asyncio.Event()
+        self._all.set()
+        self._until = 0.0
+
+    def expect(self, tiles: list[SessionTile]) -> None:
+        """A page is shown: these tiles' sessions are on it (those that had frames before wait for no one)."""
+        self._blank = {id(tile) for tile in tiles if tile.browser is not None and not tile.state.frames}
+        self._all = asyncio.Event()
+        self._until = time.monotonic() + FIRST_PICTURES_SECONDS
+        if not self._blank:
+            self._all.set()
+
+    def drawn(self, tile: SessionTile) -> None:
+        if id(tile) not in self._blank:
+            return
+        self._blank.discard(id(tile))
+        if self._blank:
+            return
+        if self._on_all is not None:
+            self._on_all()
+        else:
+            self.release()
+
+    def release(self) -> None:
+        """The tiles of the page shown take frames again."""
+        self._all.set()
+
+    async def wait(self) -> None:
+        """Until every tile of the page has a picture, or FIRST_PICTURES_SECONDS after the page was shown (a tile
+        whose browser is down never has one)."""
+        page, until = self._all, self._until
+        if page.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(page.wait(), max(0.0, until - time.monotonic()))
+        page.set()
+
 
 class SessionTile(Widget):
     """A session's live picture with its name, state and badges; `cursor` and `selected` change its border."""
@@ -250,9 +301,12 @@ class SessionTile(Widget):
     SessionTile .tile-line { height: 1; }
     """
 
-    def __init__(self, index: int, *, source_for: SourceFor, id: str | None = None) -> None:
+    def __init__(self, index: int, *, source_for: SourceFor, first_pictures: FirstPictures | None = None,
+                 id: str | None = None) -> None:
+        """`first_pictures`: the wall's, shared by the tiles of a page (`FirstPictures`)."""
         super().__init__(id=id)
         self.index = index
+        self._first_pictures = first_pictures
         self.browser: Browser | None = None
         self.state = TileState()
         self._source_for = source_for
@@ -338,6 +392,8 @@ class SessionTile(Widget):
                 self.source = self._source_for(browser, self.pixels)
                 async for image in self.source.frames():
                     self._drawn(state, image)
+                    if self._first_pictures is not None:
+                        await self._first_pictures.wait()
             except asyncio.CancelledError:
                 raise
             except SessionGone:
@@ -363,6 +419,8 @@ class SessionTile(Widget):
         self._first_frame.set()
         if state is not self.state:
             return
+        if state.frames == 1 and self._first_pictures is not None:
+            self._first_pictures.drawn(self)
         self.canvas.show(image)
         if self.browser is not None:
             _remember(self.browser.session_id, image)
@@ -373,8 +431,9 @@ class SessionTile(Widget):
 
     async def _watch_replays(self, client: BrowserClient, session_id: str) -> None:
         state = self.state
+        first = self._first_pictures.wait() if self._first_pictures is not None else self._first_frame.wait()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._first_frame.wait(), REPLAYS_FIRST_WAIT)
+            await asyncio.wait_for(first, REPLAYS_FIRST_WAIT)
         while True:
             with contextlib.suppress(ClientError):
                 replays = await client.replays.list(session_id)
