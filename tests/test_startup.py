@@ -111,6 +111,7 @@ def test_the_first_screen_loads_no_session_screen_nor_pane(tmp_path):
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBROWSE_CONFIG_DIR": str(tmp_path)},
     ).stdout)
     assert [m for m in loaded if m == "bbrowse.tui.screens.session" or m.startswith("bbrowse.tui.panes")] == []
+    assert [m for m in loaded if m.split(".")[0] in ("websockets", "PIL", "textual_image")] == []  # shells, pictures
 
 
 def test_bbrowse_loads_httpx_without_its_command_line(tmp_path):

@@ -7,12 +7,11 @@ never retried, so a key is never typed twice.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pybase64
 from pydantic import ValidationError
 
-from bbrowse.client.attach import AttachSession
 from bbrowse.client.bodies import body
 from bbrowse.client.decode import model
 from bbrowse.client.errors import IncompleteStream, ProtocolError
@@ -35,6 +34,9 @@ from bbrowse.wire import (
     StdinResult,
     StdoutStreamEvent,
 )
+
+if TYPE_CHECKING:
+    from bbrowse.client.attach import AttachSession
 
 _JSON = {"Content-Type": "application/json"}
 #: (rows, cols) of a PTY spawned without a size.
@@ -171,6 +173,8 @@ class Processes:
         Through the session's VM (`{base_url}/process/{id}/attach?jwt=...`) when the client knows its
         route, else (or when the VM refuses the jwt) through the control plane. `url` overrides both.
         """
+        from bbrowse.client.attach import AttachSession  # here: the WebSocket library loads with the first shell
+
         config = self._t.config
         endpoints: list[Endpoint]
         if url is not None:
