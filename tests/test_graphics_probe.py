@@ -57,42 +57,39 @@ class Terminal:
         os.close(self.slave)
 
 
+def asked(answer: str | None, *, timeout: float = 5.0,
+          delay: float = 0.0) -> tuple[GraphicsSupport | None, float, bytes]:
+    """`ask` of a terminal answering `answer` after `delay`: what it said, the seconds it took, what was written."""
+    terminal = Terminal(answer, delay)
+    try:
+        started = time.monotonic()
+        support = ask(terminal.slave, terminal.slave, timeout=timeout)
+        took = time.monotonic() - started
+    finally:
+        terminal.close()
+    return support, took, terminal.heard
+
+
 @pytest.mark.parametrize(("answer", "expected"), [
     (TMUX, GraphicsSupport(cell=None, kitty=False, sixel=False)),
     (KITTY, GraphicsSupport(cell=(16, 32), kitty=True, sixel=False)),
     (SIXEL, GraphicsSupport(cell=(10, 20), kitty=False, sixel=True)),
 ])
 def test_one_write_of_questions_and_the_answers_read_as_soon_as_the_last_is_in(answer, expected) -> None:
-    terminal = Terminal(answer)
-    try:
-        started = time.monotonic()
-        support = ask(terminal.slave, terminal.slave, timeout=5.0)
-        took = time.monotonic() - started
-    finally:
-        terminal.close()
+    support, took, heard = asked(answer)
     assert support == expected
-    assert terminal.heard == QUESTIONS.encode()
+    assert heard == QUESTIONS.encode()
     assert took < 1.0, f"waited {took:.2f} s though every answer was in"  # not the 5 s allowed
 
 
 def test_a_kitty_answer_slower_than_a_tenth_of_a_second_still_counts() -> None:
     """Across a slow link every answer is late; the device attributes' answer, not a clock, ends the wait."""
-    terminal = Terminal(KITTY, delay=0.3)
-    try:
-        support = ask(terminal.slave, terminal.slave, timeout=5.0)
-    finally:
-        terminal.close()
+    support, _, _ = asked(KITTY, delay=0.3)
     assert support is not None and support.kitty
 
 
 def test_a_terminal_that_never_answers_is_waited_for_no_longer_than_the_timeout() -> None:
-    terminal = Terminal(None)
-    try:
-        started = time.monotonic()
-        support = ask(terminal.slave, terminal.slave, timeout=0.3)
-        took = time.monotonic() - started
-    finally:
-        terminal.close()
+    support, took, _ = asked(None, timeout=0.3)
     assert support is None
     assert 0.3 <= took < 3.0
 
