@@ -6,7 +6,7 @@ service's 0.9 before it listens, 0.05 of the app's imports. The entry points pau
 they start and resume it once started, with what start-up made moved out of the collector's sight.
 
 `import httpx` also loads its own command line (`httpx._main`: click, rich's progress and syntax,
-pygments' lexers) when those can be imported, half of its import time; bbrowse never runs it.
+pygments' lexers) when those can be imported, much of its import time; bbrowse never runs it.
 """
 
 import gc

@@ -1,9 +1,10 @@
 """Routes built after the service listens: what the first request needs first, the rest as soon as it is served.
 
-Importing an area's module builds its routes (FastAPI reads every handler's signature): 0.2 CPU-s for all
-of them, while an app that has just started the service only lists the sessions. `bbrowse serve` builds the
-sessions area before it serves, and the others in order a second later, or at once when a
-request comes for a route not built yet. Either way the app ends with the same routes in the same order.
+Importing an area's module builds its routes (FastAPI reads every handler's signature), most of what the
+service does before it can answer, while an app that has just started the service only lists the sessions.
+`bbrowse serve` builds the sessions area before it serves, and the others in order a second later, or at once
+when a request comes for a route not built yet. Either way the app ends with the same routes in the same order.
+(The figures are in docs/decisions.md, "Start-up, fifth session".)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 #: Seconds after start-up before the rest is built unasked: the requests already waiting are served first, and
-#: the app that started the service has drawn its first screen (building them takes a core for 0.2 s).
+#: the app that started the service, loading on the other core, has drawn its first screen.
 REST_AFTER_SECONDS = 1.0
 
 
