@@ -42,5 +42,6 @@ async def test_shells_streams_and_cycles_at_once_leave_no_fds_zombies_or_memory_
     assert report.after.zombies == []
     assert report.fd_leak <= FD_SLACK, report.lines()
     assert report.rss_growth <= RSS_SLACK, report.lines()
-    # a stalled stdin or output path shows as seconds, not the tens of milliseconds a busy 2-core machine gives
-    assert report.percentile(0.99) < 3000
+    # a stalled stdin or output path, or a service loop held by a spawn (2 s: the fork wait), shows as seconds;
+    # a busy 2-core machine gives tens to hundreds of milliseconds
+    assert report.percentile(0.99) < 1500

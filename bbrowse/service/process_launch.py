@@ -280,13 +280,18 @@ def launch(
 
 #: Bound on nsenter forking the program into the sandbox's PID namespace (it takes well under a millisecond).
 FORK_WAIT_SECONDS = 2.0
+#: /proc/PID/stat states of a process that has ended: zombie, dead.
+ENDED_STATES = frozenset({"Z", "X", "x"})
 
 
 def forked_child(pid: int, controls_tty: bool = False) -> int | None:
     """The process `pid` (nsenter) forked, once it leads its own session (`setsid` has run: before that a
     signal to its process group reaches nobody) and, with `controls_tty`, holds the PTY as its controlling
     terminal (before that a ctrl-c written to the PTY signals nobody). None if it ended first (the program
-    could not start, its exit code says why) or none came in time."""
+    could not start, its exit code says why) or none came in time.
+
+    Runs on the service's event loop, which alone reaps `pid`: a `pid` that has ended stays a zombie while
+    this waits, so its end is read from its state, not from its disappearance."""
     deadline = time.monotonic() + FORK_WAIT_SECONDS
     delay = 0.00005
     child: int | None = None
@@ -296,8 +301,12 @@ def forked_child(pid: int, controls_tty: bool = False) -> int | None:
                 with open(f"/proc/{pid}/task/{pid}/children") as f:
                     children = f.read().split()
                 child = int(children[0]) if children else None
-            if child is not None and _leads_its_session(child, controls_tty):
-                return child
+                if child is None and _stat_fields(pid)[0] in ENDED_STATES:
+                    return None  # nsenter ended, and its child with it
+            if child is not None:
+                state, session, tty_nr = _stat_fields(child)
+                if state in ENDED_STATES or (session == child and (not controls_tty or tty_nr != 0)):
+                    return child
         except OSError:
             return child
         time.sleep(delay)
@@ -305,12 +314,11 @@ def forked_child(pid: int, controls_tty: bool = False) -> int | None:
     return child
 
 
-def _leads_its_session(pid: int, with_tty: bool) -> bool:
-    """Whether `pid` leads its own session (/proc/PID/stat: session == pid) and, if `with_tty`, has a
-    controlling terminal (tty_nr is not 0)."""
+def _stat_fields(pid: int) -> tuple[str, int, int]:
+    """State, session id and controlling terminal (0: none) of `pid`, from /proc/PID/stat."""
     with open(f"/proc/{pid}/stat", "rb") as f:
-        _state, _ppid, _pgrp, session, tty_nr = f.read().rsplit(b")", 1)[1].split()[:5]
-    return int(session) == pid and (not with_tty or tty_nr != b"0")
+        state, _ppid, _pgrp, session, tty_nr = f.read().rsplit(b")", 1)[1].split()[:5]
+    return state.decode(), int(session), int(tty_nr)
 
 
 def _pty_child_in_sandbox() -> None:  # pragma: no cover - runs in the child between fork and exec
