@@ -37,7 +37,9 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 15.0
         except NoMatches:
             pass
         await pilot.pause(0.05)
-    raise AssertionError(f"{what} not met within {timeout} s")
+    app = pilot.app
+    shown = "; ".join(f"{n.title}: {n.message[:120]}" for n in notifications(app))
+    raise AssertionError(f"{what} not met within {timeout} s (screen {app.screen!r}; notifications: {shown or 'none'})")
 
 
 async def type_text(pilot, text: str, then: str | None = None) -> None:

@@ -290,3 +290,29 @@ async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, co
             assert ticks == sorted(set(ticks)) and ticks[-1] >= before + 20, ticks
     finally:
         await compat_http.delete(f"/browsers/{browser.session_id}")
+
+
+async def test_a_session_deleted_while_the_link_is_down_is_said_by_its_shell_once_the_link_is_back(
+    compat_service, compat_http, bad_link, monkeypatch
+) -> None:
+    """The shell learns of the delete by reattaching (410) rather than from its exit: the pane says so, as when
+    the delete is seen at once (test_app_keyboard), and the screen stays (the app's own watch of the session
+    shown, which would close it, is held off as there)."""
+    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 3600.0)
+    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
+    link = bad_link(compat_service)
+    browser = Browser.model_validate((await compat_http.post("/browsers", json={"timeout_seconds": 600})).json())
+    app = BbrowseApp(target=Target(ClientConfig(link.url, compat_service.token), "remote"),
+                     settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    async with app.run_test(size=(120, 34)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
+        app.push_screen(SessionScreen(browser))
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+        screen = app.screen
+        tab = screen.query_one(ShellsPane)._tabs.active_pane
+        await wait_for(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT), what="prompt")
+        assert link.drop(refuse_for=1.5) >= 1
+        assert (await compat_http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)
+        await wait_for(pilot, lambda: "session was deleted" in "\n".join(tab.terminal.core.display),
+                       what="the pane says so once the link is back")
+        assert app.screen is screen and "session deleted" in str(tab.terminal.border_title)

@@ -175,6 +175,8 @@ class ShellTab(TabPane):
         if isinstance(error, VmGoingAway):  # the pane says it; the service itself still answers
             self.going_away = error.reason
             return
+        if isinstance(error, SessionGone | NotFound):  # found on reattaching: the exit follows and says it
+            return
         if isinstance(error, LinkStalled):  # the border says it until the shell is attached again
             self._show_state("link stalled: reattaching when it answers")
             services(self).link_stalled()
