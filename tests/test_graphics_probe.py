@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 
@@ -23,11 +26,15 @@ class Terminal:
     """The master side of a PTY: reads what the program writes and, once every question is in, answers
     (after `delay` seconds, `answer` in one write, or nothing when `answer` is None)."""
 
-    def __init__(self, answer: str | None, delay: float = 0.0) -> None:
+    def __init__(self, answer: str | None, delay: float = 0.0, *, keep_reading: bool = False) -> None:
+        """`keep_reading`: after answering, go on reading what the program writes (a full-screen app), until
+        closed."""
         self.master, self.slave = os.openpty()
-        self.answer, self.delay = answer, delay
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        self.answer, self.delay, self.keep_reading = answer, delay, keep_reading
         self.heard = b""
         self.writes = 0
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -41,9 +48,13 @@ class Terminal:
         if self.answer is not None:
             time.sleep(self.delay)
             os.write(self.master, self.answer.encode())
+        while self.keep_reading and not self._closing.is_set():
+            if select.select([self.master], [], [], 0.05)[0]:
+                self.heard += os.read(self.master, 65536)
 
     def close(self) -> None:
         """Stop playing the terminal, keeping in `heard` whatever else the program wrote."""
+        self._closing.set()
         self._thread.join(5)
         while select.select([self.master], [], [], 0)[0]:
             try:
@@ -63,7 +74,7 @@ def asked(answer: str | None, *, timeout: float = 5.0,
     terminal = Terminal(answer, delay)
     try:
         started = time.monotonic()
-        support = ask(terminal.slave, terminal.slave, timeout=timeout)
+        support, _typed = ask(terminal.slave, terminal.slave, timeout=timeout)
         took = time.monotonic() - started
     finally:
         terminal.close()
@@ -95,8 +106,6 @@ def test_a_terminal_that_never_answers_is_waited_for_no_longer_than_the_timeout(
 
 
 def test_the_terminal_is_left_in_the_mode_it_was_in() -> None:
-    import termios
-
     terminal = Terminal(TMUX)
     try:
         before = termios.tcgetattr(terminal.slave)
@@ -164,3 +173,49 @@ def test_the_half_cell_canvas_sizes_pictures_with_the_terminal_s_answer_and_asks
     assert done.returncode == 0, done.stderr
     assert "cell (16, 32)" in done.stderr
     assert terminal.heard == QUESTIONS.encode(), "textual-image asked the terminal again"
+
+
+def test_keys_typed_while_the_terminal_is_asked_are_told_from_its_answers() -> None:
+    terminal = Terminal("j/\x1b[A" + KITTY + "q")
+    try:
+        support, typed = ask(terminal.slave, terminal.slave, timeout=5.0)
+    finally:
+        terminal.close()
+    assert support == GraphicsSupport(cell=(16, 32), kitty=True, sixel=False)
+    assert typed == "j/\x1b[Aq"
+
+
+TYPED_AHEAD = """
+import sys
+from textual.app import App
+from bbrowse.tui import graphics_probe
+from bbrowse.tui.textual_private import QuickExitDriver
+graphics_probe.start()
+QuickExitDriver.typed_ahead = graphics_probe.typed_ahead()
+
+class Keys(App):
+    keys = []
+
+    def on_key(self, event):
+        self.keys.append(event.key)
+        if event.key == "q":
+            self.exit()
+
+app = Keys(driver_class=QuickExitDriver)
+app.run()
+print("keys", " ".join(app.keys), file=sys.stderr)
+"""
+
+
+def test_keys_typed_as_the_app_starts_reach_it_though_the_probe_read_them() -> None:
+    """A person types ahead while bbrowse starts: the probe reads those keys along with the terminal's
+    answers, and the app's input gets them first, in order (else this app would never see its q)."""
+    terminal = Terminal("ab" + TMUX + "q", keep_reading=True)
+    env = {**os.environ, "TERM": "xterm-256color"}
+    try:
+        done = subprocess.run([sys.executable, "-c", TYPED_AHEAD], stdin=terminal.slave, stdout=terminal.slave,
+                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
+    finally:
+        terminal.close()
+    assert done.returncode == 0, done.stderr
+    assert "keys a b q" in done.stderr

@@ -774,8 +774,11 @@ def run_app(settings: Settings | None = None, problems: Sequence[str] = (),
         # terminal over: import the image widget now. With the probe's answers it asks nothing: imported when used.
         import bbrowse.tui.widgets.image_view  # noqa: F401
 
+    driver = driver_class()
+    if driver is not None:
+        driver.typed_ahead = graphics_probe.typed_ahead()
     app = BbrowseApp(resolve=pending.result, settings=settings, user_themes=user_themes_dir(),
-                     config_path=config_file(), problems=problems, driver_class=driver_class())
+                     config_path=config_file(), problems=problems, driver_class=driver)
     stop_services_on_signals(app)
     resume_collection()  # paused by `bbrowse` while the app loaded (`bbrowse.startup`)
     app.run()

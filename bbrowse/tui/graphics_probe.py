@@ -52,17 +52,18 @@ def read_answers(text: str) -> GraphicsSupport | None:
     )
 
 
-def ask(in_fd: int, out_fd: int, timeout: float = ANSWER_SECONDS) -> GraphicsSupport | None:
-    """Ask the terminal on `in_fd`/`out_fd` (its input set to cbreak meanwhile); None when it did not answer."""
+def ask(in_fd: int, out_fd: int, timeout: float = ANSWER_SECONDS) -> tuple[GraphicsSupport | None, str]:
+    """Ask the terminal on `in_fd`/`out_fd` (its input set to cbreak meanwhile): what it supports (None when it
+    did not answer), and whatever else was read meanwhile (keys typed ahead, for the app to receive)."""
     import termios
     import tty
 
     before = termios.tcgetattr(in_fd)
     tty.setcbreak(in_fd, termios.TCSANOW)
+    received = b""
     try:
         os.write(out_fd, QUESTIONS.encode())
         deadline = time.monotonic() + timeout
-        received = b""
         while (left := deadline - time.monotonic()) > 0:
             readable, _, _ = select.select([in_fd], [], [], left)
             if not readable:
@@ -70,10 +71,18 @@ def ask(in_fd: int, out_fd: int, timeout: float = ANSWER_SECONDS) -> GraphicsSup
             received += os.read(in_fd, 1024)
             support = read_answers(received.decode(errors="replace"))
             if support is not None:
-                return support
-        return None
+                return support, typed_besides_answers(received)
+        return None, typed_besides_answers(received)
     finally:
         termios.tcsetattr(in_fd, termios.TCSANOW, before)
+
+
+def typed_besides_answers(received: bytes) -> str:
+    """What was read that is no answer to the questions: keys typed while they were asked."""
+    text = received.decode(errors="replace")
+    for answer in (_CELL_ANSWER, _KITTY_ANSWER, _ATTRIBUTES_ANSWER):
+        text = answer.sub("", text, count=1)
+    return text
 
 
 class GraphicsProbe:
@@ -81,18 +90,25 @@ class GraphicsProbe:
 
     def __init__(self) -> None:
         self._support: GraphicsSupport | None = None
+        self._typed = ""
         self._thread = threading.Thread(target=self._run, name="graphics-probe", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._support = ask(sys.__stdin__.fileno(), sys.__stdout__.fileno())  # type: ignore[union-attr]
+            self._support, self._typed = ask(sys.__stdin__.fileno(), sys.__stdout__.fileno())  # type: ignore[union-attr]
         except (OSError, ValueError, ImportError):
             self._support = None  # textual-image asks for itself
 
     def result(self) -> GraphicsSupport | None:
         self._thread.join()
         return self._support
+
+    def take_typed(self) -> str:
+        """The keys typed while the terminal was asked, once (waiting for the probe if it still asks)."""
+        self._thread.join()
+        typed, self._typed = self._typed, ""
+        return typed
 
 
 _probe: GraphicsProbe | None = None
@@ -108,6 +124,12 @@ def start() -> None:
 def answers() -> GraphicsSupport | None:
     """What the terminal said (waiting for the probe if it still asks); None: it was not asked or did not say."""
     return _probe.result() if _probe is not None else None
+
+
+def typed_ahead() -> str:
+    """The keys the person typed while the terminal was asked (the probe read them): the app's input is
+    given them first, so nothing typed at launch is lost. Empty when there was no probe; given once."""
+    return _probe.take_typed() if _probe is not None else ""
 
 
 def _is_terminal(stream: object) -> bool:

@@ -122,6 +122,8 @@ class QuickExitDriver(LinuxDriver):
 
     #: Set by the app when it quits: the input thread is not waited for.
     quitting = False
+    #: Keys typed before this driver read the terminal (read meanwhile by `graphics_probe`): received first.
+    typed_ahead = ""
 
     def disable_input(self) -> None:
         if not self.quitting:
@@ -164,6 +166,11 @@ class QuickExitDriver(LinuxDriver):
             for event in parser.tick():
                 self.process_message(event)
 
+        typed, self.typed_ahead = self.typed_ahead, ""
+        if ESC in typed:
+            short_wakes = ESC_WAKES
+        for event in parser.feed(typed):
+            self.process_message(event)
         try:
             while not self.exit_event.is_set():
                 process(selector.select(min(IDLE_WAKE_SECONDS, constants.ESCAPE_DELAY) if short_wakes
