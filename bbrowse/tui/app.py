@@ -61,6 +61,7 @@ from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.startup import resume_collection
 from bbrowse.target import Target, resolve_soon, target_for
+from bbrowse.tui import warm_up
 from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.palette import (
     BbrowseCommands,
@@ -265,6 +266,7 @@ class BbrowseApp(App):
             self.switch_screen(sessions)
         else:
             self.push_screen(sessions)
+        self.set_timer(warm_up.AFTER_SECONDS, warm_up.warm_up_soon, name="warm-up")
 
     def connected_client(self) -> BrowserClient:
         """The client of the service in use, for the screens and panes (`AppServices`). They exist only while
