@@ -116,6 +116,18 @@ def test_the_terminal_is_left_in_the_mode_it_was_in() -> None:
     assert after == before
 
 
+def run_in(terminal: Terminal, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by Python in `terminal` (an xterm with no cell size given by the environment), to its end."""
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("TEXTUAL_CELL_WIDTH", None)
+    env.pop("TEXTUAL_CELL_HEIGHT", None)
+    try:
+        return subprocess.run([sys.executable, "-c", script], stdin=terminal.slave, stdout=terminal.slave,
+                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
+    finally:
+        terminal.close()
+
+
 CHOSEN = """
 import sys
 from bbrowse.tui import graphics_probe
@@ -136,14 +148,7 @@ print("chosen", renderable.Image.__module__.rsplit(".", 1)[1], image_widgets.Ima
 def test_textual_image_draws_with_what_the_terminal_said_and_asks_nothing_more(answer, chosen) -> None:
     """The app's import of the image widgets, in a terminal: textual-image takes the probe's answers."""
     terminal = Terminal(answer)
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("TEXTUAL_CELL_WIDTH", None)
-    env.pop("TEXTUAL_CELL_HEIGHT", None)
-    try:
-        done = subprocess.run([sys.executable, "-c", CHOSEN], stdin=terminal.slave, stdout=terminal.slave,
-                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
-    finally:
-        terminal.close()
+    done = run_in(terminal, CHOSEN)
     assert done.returncode == 0, done.stderr
     assert f"chosen {chosen}" in done.stderr
     assert terminal.heard == QUESTIONS.encode(), "textual-image asked the terminal again"
@@ -211,11 +216,6 @@ def test_keys_typed_as_the_app_starts_reach_it_though_the_probe_read_them() -> N
     """A person types ahead while bbrowse starts: the probe reads those keys along with the terminal's
     answers, and the app's input gets them first, in order (else this app would never see its q)."""
     terminal = Terminal("ab" + TMUX + "q", keep_reading=True)
-    env = {**os.environ, "TERM": "xterm-256color"}
-    try:
-        done = subprocess.run([sys.executable, "-c", TYPED_AHEAD], stdin=terminal.slave, stdout=terminal.slave,
-                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
-    finally:
-        terminal.close()
+    done = run_in(terminal, TYPED_AHEAD)
     assert done.returncode == 0, done.stderr
     assert "keys a b q" in done.stderr

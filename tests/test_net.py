@@ -213,6 +213,25 @@ PROMPT = "PROMPT>"
 SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
+def _app_through(link, token: str) -> BbrowseApp:
+    """The app on the service behind `link`, its shells running SHELL."""
+    return BbrowseApp(target=Target(ClientConfig(link.url, token), "remote"),
+                      settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+
+
+async def _shell_of(pilot, app: BbrowseApp, browser: Browser) -> tuple[SessionScreen, ShellTab]:
+    """From the sessions table into `browser`'s session screen, once its shell shows the prompt."""
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
+    app.push_screen(SessionScreen(browser))
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+    screen = app.screen
+    tab = screen.query_one(ShellsPane)._tabs.active_pane
+    assert isinstance(screen, SessionScreen) and isinstance(tab, ShellTab)
+    await wait_for(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT), what="prompt",
+                   timeout=30)
+    return screen, tab
+
+
 def _terminal_lines(tab) -> list[str]:
     emulator = tab.terminal.core
     return [*emulator.scrollback_text(), *emulator.display]
@@ -234,17 +253,10 @@ async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, co
     path = session_area(compat_service, browser.session_id, "net-panes") / "app.log"
     path.write_text("before\n")
 
-    app = BbrowseApp(target=Target(ClientConfig(link.url, compat_service.token), "remote"),
-                     settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    app = _app_through(link, compat_service.token)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
-            app.push_screen(SessionScreen(browser))
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
-            screen = app.screen
-            tab = screen.query_one(ShellsPane)._tabs.active_pane
-            await wait_for(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT),
-                           what="prompt", timeout=30)
+            screen, tab = await _shell_of(pilot, app, browser)
             await tab.shell.write(b"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.1; done\r")
             await pilot.press("alt+2")
             await wait_for(pilot, lambda: bool(screen.query(LogsPane)), what="the Logs tab")
@@ -302,15 +314,9 @@ async def test_a_session_deleted_while_the_link_is_down_is_said_by_its_shell_onc
     monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
     link = bad_link(compat_service)
     browser = Browser.model_validate((await compat_http.post("/browsers", json={"timeout_seconds": 600})).json())
-    app = BbrowseApp(target=Target(ClientConfig(link.url, compat_service.token), "remote"),
-                     settings=defaults().model_copy(update={"shell": ShellSettings(command=SHELL)}))
+    app = _app_through(link, compat_service.token)
     async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
-        app.push_screen(SessionScreen(browser))
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
-        screen = app.screen
-        tab = screen.query_one(ShellsPane)._tabs.active_pane
-        await wait_for(pilot, lambda: "\n".join(tab.terminal.core.display).rstrip().endswith(PROMPT), what="prompt")
+        screen, tab = await _shell_of(pilot, app, browser)
         assert link.drop(refuse_for=1.5) >= 1
         assert (await compat_http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)
         await wait_for(pilot, lambda: "session was deleted" in "\n".join(tab.terminal.core.display),
