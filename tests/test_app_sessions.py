@@ -5,11 +5,16 @@ delete sessions and never use a browser, and a session there starts without laun
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import httpx
 from app_support import make_app, type_text, wait_for
+from textual.widgets import Input
 
+from bbrowse.client import ClientConfig
+from bbrowse.target import Target
+from bbrowse.tui.app import BbrowseApp, StartingScreen
 from bbrowse.tui.palette import BbrowsePalette
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import FooterKey
@@ -120,7 +125,6 @@ async def test_the_sessions_listed_while_the_app_loads_are_its_first_table_and_a
     from bbrowse.client import transport
     from bbrowse.config import Profile
     from bbrowse.target import resolve_soon
-    from bbrowse.tui.app import BbrowseApp
 
     made = (await browserless_http.post("/browsers", json={"name": f"first-{uuid.uuid4().hex[:6]}"})).json()
     asked: list[str] = []
@@ -144,3 +148,24 @@ async def test_the_sessions_listed_while_the_app_loads_are_its_first_table_and_a
         assert asked == []
         await pilot.press("r")  # a refresh the user asks for still asks
         await wait_for(pilot, lambda: asked == ["/browsers"], what="the refresh's call")
+
+
+async def test_keys_typed_while_connecting_act_on_the_sessions_table_in_order(browserless_service) -> None:
+    """Typed ahead while the service is still being found (the starting screen): kept, then given to the
+    sessions table once it has the keyboard, as a shell keeps type-ahead. `/` opens the filter, the rest
+    types into it."""
+    connect = threading.Event()
+
+    def resolve() -> Target:
+        assert connect.wait(30)
+        return Target(ClientConfig(browserless_service.url, browserless_service.token), "remote")
+
+    app = BbrowseApp(resolve=resolve)
+    async with app.run_test(size=(140, 32)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartingScreen), what="the starting screen")
+        await type_text(pilot, "/abc")
+        assert isinstance(app.screen, StartingScreen)
+        connect.set()
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                       and app.screen.query_one("#filter", Input).value == "abc", what="the filter, typed ahead")
+        assert app.screen.query_one("#filter", Input).has_focus

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandListItem, CommandPalette, SimpleCommand, SimpleProvider
@@ -81,6 +81,7 @@ from bbrowse.tui.textual_private import (
     driver_of,
     set_escape_delay,
     set_screen_update_period,
+    until_idle,
     version_problem,
 )
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
@@ -120,11 +121,21 @@ class StartingScreen(BbrowseScreen):
     def __init__(self, message: str = "Connecting to the browser service…") -> None:
         super().__init__()
         self.message = message
+        #: Keys typed while connecting, for the screen that follows (type-ahead, as a shell keeps it).
+        self.typed: list[events.Key] = []
+        #: Still connecting (keys are kept); False once connecting failed (the keys then act here: P, ctrl+q).
+        self.connecting = True
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         yield LoadingIndicator()
         yield Static(self.message, id="starting-message", markup=False)
+
+    def on_key(self, event: events.Key) -> None:
+        if self.connecting:
+            self.typed.append(events.Key(event.key, event.character))
+            event.stop()
+            event.prevent_default()
 
 
 class BbrowseApp(App):
@@ -233,6 +244,7 @@ class BbrowseApp(App):
         # App.query_one looks in the default screen only: ask the starting screen itself
         screen = next((s for s in reversed(self.screen_stack) if isinstance(s, StartingScreen)), None)
         if screen is not None:
+            screen.connecting = False
             screen.query_one(LoadingIndicator).display = False
             screen.query_one("#starting-message", Static).update(
                 f"Could not reach or start the browser service:\n{describe_error(error)}\n\n"
@@ -263,10 +275,21 @@ class BbrowseApp(App):
             self.client.routes.learn(browser)
         sessions = SessionsScreen(listed)
         if isinstance(self.screen, StartingScreen):
+            typed = self.screen.typed
             self.switch_screen(sessions)
+            if typed:
+                sessions.call_after_refresh(self._type_ahead, typed)
         else:
             self.push_screen(sessions)
         self.set_timer(warm_up.AFTER_SECONDS, warm_up.warm_up_soon, name="warm-up")
+
+    @work(group="type-ahead", exclusive=True)
+    async def _type_ahead(self, keys: list[events.Key]) -> None:
+        """Keys typed while connecting, given to the screen now shown one by one, each once the app has handled
+        the one before (a key that moves the focus, `/`, has moved it by then)."""
+        for key in keys:
+            self.post_message(key)
+            await until_idle()
 
     def connected_client(self) -> BrowserClient:
         """The client of the service in use, for the screens and panes (`AppServices`). They exist only while

@@ -22,6 +22,7 @@ import textual.screen
 from textual import constants
 from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual._parser import ParseError
+from textual._wait import wait_for_idle
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 from textual.keys import _character_to_key, _get_unicode_name_from_key
@@ -86,6 +87,12 @@ def keymap_of(app: App) -> Mapping[str, str]:
 def screen_lines(screen: Screen) -> list[str]:
     """The text of every row the screen shows now, as composed for the terminal (tests read it)."""
     return ["".join(segment.text for segment in strip) for strip in screen._compositor.render_strips()]
+
+
+async def until_idle() -> None:
+    """Until this process stops working hard (what Pilot waits for between keys: a key, the binding it runs and
+    the focus that binding moves are then handled)."""
+    await wait_for_idle(0)
 
 
 def notifications(app: App) -> list[Notification]:
