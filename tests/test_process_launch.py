@@ -15,8 +15,8 @@ def _state(pid: int) -> str:
 
 def test_a_program_that_ended_at_once_does_not_hold_the_service_for_the_fork_wait() -> None:
     """The service's loop alone reaps nsenter, and it is busy in this wait: an nsenter that has already ended
-    (its program too) stays a zombie meanwhile. That is the end, seen at once: a spawn of `exit 1` under load
-    used to hold every request of the service for FORK_WAIT_SECONDS (echoes of 2.07 s and 4.14 s)."""
+    (its program too) stays a zombie meanwhile. That is the end, seen at once, not after FORK_WAIT_SECONDS
+    during which every request of the service would wait."""
     nsenter_like = subprocess.Popen(["sh", "-c", "sh -c 'exit 0'; exit 3"])
     try:
         for _ in range(500):

@@ -31,33 +31,33 @@ def warm_up() -> None:
     """Import the session screen and build one terminal core, thrown away. Any failure is left to the real
     opening, which reports it."""
     try:
-        _load()
+        with contextlib.suppress(Exception):
+            _load()
     finally:
         finished.set()
 
 
 def _load() -> None:
-    with contextlib.suppress(Exception):
-        importlib.import_module("bbrowse.tui.screens.session")
-        from bbrowse.tui.terminal.core import TerminalCore
+    importlib.import_module("bbrowse.tui.screens.session")
+    from bbrowse.tui.terminal.core import TerminalCore
 
-        core = TerminalCore(80, 24)
-        try:  # what a shell pane does with its first output, its first keys and its first resize
-            core.feed(b"\x1b[1;31mwarm\x1b[0m\r\n$ ")
-            core.take_replies()
-            core.take_dirty()
-            for y in range(core.rows):
-                core.row(y)
-            core.placements()
-            core.encode_key("a", "a")
-            core.encode_key("up", None)
-            core.line_text(0)  # echo prediction reads the line it predicts on
-            for name in STATE:
-                with contextlib.suppress(Exception):
-                    getattr(core, name)
-            core.resize(79, 24)
-        finally:
-            core.close()
+    core = TerminalCore(80, 24)
+    try:  # what a shell pane does with its first output, its first keys and its first resize
+        core.feed(b"\x1b[1;31mwarm\x1b[0m\r\n$ ")
+        core.take_replies()
+        core.take_dirty()
+        for y in range(core.rows):
+            core.row(y)
+        core.placements()
+        core.encode_key("a", "a")
+        core.encode_key("up", None)
+        core.line_text(0)  # echo prediction reads the line it predicts on
+        for name in STATE:
+            with contextlib.suppress(Exception):
+                getattr(core, name)
+        core.resize(79, 24)
+    finally:
+        core.close()
 
 
 def warm_up_soon() -> None:
