@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import io
+import time
 import zlib
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
@@ -29,6 +30,7 @@ from textual.widgets import Footer, Tabs
 
 from bbrowse.client import BrowserClient
 from bbrowse.client.screencast import Screencast
+from bbrowse.client.threaded_screencast import ThreadedScreencast
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
@@ -383,6 +385,35 @@ class WebSocketRefusingProxy:
             pass
         finally:
             writer.close()
+
+
+@pytest.mark.chromium
+@needs_chromium
+async def test_a_threaded_screencast_connects_and_receives_while_the_callers_loop_is_held(
+    service, browser: dict, pages
+) -> None:
+    """The wall's screencasts live on the I/O thread: their handshake and first frames need nothing of the app's
+    loop (busy laying 16 tiles out as the wall opens); frames cross over when asked for, paced as before."""
+    client = BrowserClient(service.url, service.token)
+    async with AnimatedPage.showing(browser["cdp_ws_url"], pages.url("animated.html", ANIMATED)):
+        cast = ThreadedScreencast(client, browser["session_id"], max_width=160, max_height=100,
+                                  cdp_ws_url=browser["cdp_ws_url"])
+        starting = asyncio.ensure_future(cast.start())
+        await asyncio.sleep(0)  # the start is handed to the I/O loop...
+        held_until = time.monotonic() + 30
+        while cast.received == 0 and time.monotonic() < held_until:
+            time.sleep(0.01)  # noqa: ASYNC251 (...and this loop is held meanwhile, as by a long layout)
+        assert cast.received > 0, "no frame arrived while the caller's loop was held"
+        await starting
+        taken = [await asyncio.wait_for(cast.next_frame(), 20) for _ in range(4)]
+        assert all(frame is not None and PILImage.open(io.BytesIO(frame.jpeg)).width <= 160 for frame in taken)
+        assert cast.taken == 4 and cast.received <= cast.taken * 4 + 4, (cast.received, cast.taken)
+        waiting = asyncio.ensure_future(cast.next_frame())
+        await asyncio.sleep(0)
+        waiting.cancel()  # a tile stopped while waiting: the screencast is not broken by it
+        assert await asyncio.wait_for(cast.next_frame(), 20) is not None
+        await cast.stop()
+        assert not cast.running and await cast.next_frame() is None
 
 
 @pytest.mark.chromium

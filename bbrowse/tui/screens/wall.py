@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from bbrowse.client import ClientError
-from bbrowse.client.screencast import Screencast
+from bbrowse.client.threaded_screencast import ThreadedScreencast
 from bbrowse.tui import bulk
 from bbrowse.tui.app_services import services
 from bbrowse.tui.key_hints import hint_text
@@ -104,36 +104,40 @@ class WallScreen(SelectionActions, BbrowseScreen):
         self.matches = matches
         self.states: dict[str, TileState] = {}
         self.cursor = 0
-        self.shape = (2, 2)
         self._live = live
         self._host = host
         self._source_for = source_for
         self._tiles: list[SessionTile] = []
         self._first_pictures = FirstPictures(on_all=self._page_pictured)
         #: Screencasts started as the wall opens, by session, until a tile takes its own (`warm_screencast`).
-        self._warm: dict[str, asyncio.Task[Screencast]] = {}
+        self._warm: dict[str, asyncio.Task[ThreadedScreencast]] = {}
         self._covered = False
-        #: When `w` was pressed, and when every tile of the first page had a frame on screen (benchmarks).
+        #: When `w` was pressed, and when every tile of the first page had a frame on screen, with the process's
+        #: CPU time then (benchmarks).
         self.opened_at = time.monotonic()
         self.full_at: float | None = None
+        self.full_cpu = 0.0
+        width, height = self.app.size
+        self.shape = grid_shape(width, height - 3, len(self.browsers))  # the screen's size, before it is laid out
         if live and source_for is None:  # the first page's screencasts start now, before the wall is even composed
-            width, height = self.app.size
-            columns, rows = grid_shape(width, height - 3, len(self.browsers))
             client = services(self).connected_client()
             self._warm = {b.session_id: warm_screencast(client, b)
-                          for b in self.browsers[:columns * rows] if not b.deleted_at}
+                          for b in self.browsers[:self.per_page] if not b.deleted_at}
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         yield Static("", id="wall-status", markup=False)
-        yield Grid(id="wall-grid")
+        # the tiles are composed with the screen (one layout for the wall as it opens, not one more per mount)
+        self._tiles = self._new_tiles()
+        grid = Grid(*self._tiles, id="wall-grid")
+        grid.styles.grid_size_columns, grid.styles.grid_size_rows = self.shape
+        yield grid
         empty = "No session to show. Press {wall.back} to go back, {sessions.create} there to create one."
         yield Static(hint_text(empty, keymap_of(self.app)), id="wall-empty", markup=False)
         yield BbrowseFooter()
 
     async def on_mount(self) -> None:
-        self.shape = self._fitting_shape()
-        await self._build_grid()
+        await self._reshape()
         self._show_page()
         self.set_interval(1.0, self._tick)
         if self._live:
@@ -164,12 +168,13 @@ class WallScreen(SelectionActions, BbrowseScreen):
         for tile in self._tiles:
             tile.stop()
         await grid.remove_children()
-        columns, rows = self.shape
-        grid.styles.grid_size_columns = columns
-        grid.styles.grid_size_rows = rows
-        self._tiles = [SessionTile(i, source_for=self.source_for, first_pictures=self._first_pictures)
-                       for i in range(columns * rows)]
+        grid.styles.grid_size_columns, grid.styles.grid_size_rows = self.shape
+        self._tiles = self._new_tiles()
         await grid.mount_all(self._tiles)
+
+    def _new_tiles(self) -> list[SessionTile]:
+        return [SessionTile(i, source_for=self.source_for, first_pictures=self._first_pictures)
+                for i in range(self.per_page)]
 
     def _fitting_shape(self) -> tuple[int, int]:
         return grid_shape(self.size.width, self.size.height - 3, len(self.browsers))
@@ -218,7 +223,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
                          "{wall.record} record · {wall.broadcast} broadcast)")
         else:
             parts.append("{wall.select} selects")
-        self.query_one("#wall-status", Static).update(hint_text(" · ".join(parts), keymap_of(self.app)))
+        self.query_one("#wall-status", Static).update(hint_text(" · ".join(parts), keymap_of(self.app)), layout=False)
 
     def _tick(self) -> None:
         """Once a second: the idle times and badges move on."""
@@ -232,7 +237,7 @@ class WallScreen(SelectionActions, BbrowseScreen):
 
     def _page_on_screen(self) -> None:
         if self.full_at is None:
-            self.full_at = time.monotonic()
+            self.full_at, self.full_cpu = time.monotonic(), time.process_time()
         self._first_pictures.release()
 
     def pictures_shown(self) -> bool:

@@ -32,8 +32,11 @@ class BbrowseFooter(Footer):
     _recompose_asked = False
 
     def compose(self) -> ComposeResult:
-        if self._bindings_ready:
-            self._drawn = self._keys_shown()
+        # The keys are drawn with the screen, not only once its bindings are announced (Textual's footer waits,
+        # then composes again: one more mount and layout of every key each time a screen opens); the
+        # announcement then recomposes only if the keys differ (the first focus brought its own).
+        self.set_reactive(Footer._bindings_ready, True)
+        self._drawn = self._keys_shown()
         for widget in super().compose():
             # A key is born compact, then bound to ours: two restyles a key at every recompose; the palette
             # key (not bound) stays compact.
@@ -46,7 +49,7 @@ class BbrowseFooter(Footer):
 
     def _hint(self) -> str | None:
         """The keys a focused terminal lets through, or the focused widget's `FOOTER_HINT`."""
-        focused = self.screen.focused if self._bindings_ready else None
+        focused = self.screen.focused
         hint = getattr(focused, "FOOTER_HINT", None)
         # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
         terminal = sys.modules.get("bbrowse.tui.terminal.widget")
@@ -87,7 +90,8 @@ class BbrowseFooter(Footer):
 
     def on_resize(self) -> None:
         for child in self.children:
-            child.display = True
+            if not child.display:  # (setting it when shown lays the screen out once more)
+                child.display = True
         self.call_after_refresh(self._fit)
 
     def _fit(self, tries: int = 20) -> None:

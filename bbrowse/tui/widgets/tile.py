@@ -29,7 +29,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from bbrowse.client import BrowserClient, ClientError, SessionGone
-from bbrowse.client.screencast import Screencast, ScreencastUnavailable
+from bbrowse.client.screencast import ScreencastUnavailable
+from bbrowse.client.threaded_screencast import ThreadedScreencast
 from bbrowse.humanize import duration
 from bbrowse.tui.widgets.halfcell import HalfcellCanvas
 from bbrowse.wire import Browser
@@ -82,7 +83,7 @@ class ScreencastFrames:
     activity for the service and for Kernel, pushed frames or not."""
 
     def __init__(self, client: BrowserClient, session_id: str, size: Callable[[], tuple[int, int]],
-                 cdp_ws_url: str | None = None, warm: asyncio.Task[Screencast] | None = None) -> None:
+                 cdp_ws_url: str | None = None, warm: asyncio.Task[ThreadedScreencast] | None = None) -> None:
         """`cdp_ws_url`: the session's, as listed (saves asking for it; asked again when refused). `warm`: a
         screencast already starting (`warm_screencast`), taken instead of starting one."""
         self.client = client
@@ -97,8 +98,8 @@ class ScreencastFrames:
     async def frames(self) -> AsyncIterator[PILImage.Image]:
         width, height = self.size()
         warm, self.warm = self.warm, None
-        cast = Screencast(self.client, self.session_id, max_width=width, max_height=height,
-                          cdp_ws_url=self.cdp_ws_url)
+        cast = ThreadedScreencast(self.client, self.session_id, max_width=width, max_height=height,
+                                  cdp_ws_url=self.cdp_ws_url)
         try:
             try:
                 if warm is not None:
@@ -110,7 +111,7 @@ class ScreencastFrames:
                 if refused.status is None or self.cdp_ws_url is None:
                     raise
                 self.cdp_ws_url = None  # a listed URL whose token has expired: ask for the session's own
-                cast = Screencast(self.client, self.session_id, max_width=width, max_height=height)
+                cast = ThreadedScreencast(self.client, self.session_id, max_width=width, max_height=height)
                 await cast.start()
         except ScreencastUnavailable:
             self.polling = True
@@ -127,7 +128,7 @@ class ScreencastFrames:
 
 
 def frame_source(client: BrowserClient, browser: Browser, size: Callable[[], tuple[int, int]],
-                 warm: asyncio.Task[Screencast] | None = None) -> FrameSource:
+                 warm: asyncio.Task[ThreadedScreencast] | None = None) -> FrameSource:
     return ScreencastFrames(client, browser.session_id, size, browser.cdp_ws_url or None, warm)
 
 
@@ -152,21 +153,21 @@ def _remember(session_id: str, image: PILImage.Image) -> None:
 FIRST_PIXELS = (160, 100)
 
 
-def warm_screencast(client: BrowserClient, browser: Browser) -> asyncio.Task[Screencast]:
+def warm_screencast(client: BrowserClient, browser: Browser) -> asyncio.Task[ThreadedScreencast]:
     """Start `browser`'s screencast now, at a tile's first size, for a tile that is not mounted yet: the wall
     starts every shown session's while it builds its grid (connecting, attaching and starting take three
-    round trips each through the service; building 16 tiles takes as long again)."""
+    round trips each through the service, on the I/O thread while the app lays the tiles out)."""
 
-    async def start() -> Screencast:
-        cast = Screencast(client, browser.session_id, max_width=FIRST_PIXELS[0], max_height=FIRST_PIXELS[1],
-                          cdp_ws_url=browser.cdp_ws_url or None)
+    async def start() -> ThreadedScreencast:
+        cast = ThreadedScreencast(client, browser.session_id, max_width=FIRST_PIXELS[0],
+                                  max_height=FIRST_PIXELS[1], cdp_ws_url=browser.cdp_ws_url or None)
         await cast.start()
         return cast
 
     return asyncio.create_task(start(), name=f"warm-screencast-{browser.session_id}")
 
 
-async def drop_warm(task: asyncio.Task[Screencast]) -> None:
+async def drop_warm(task: asyncio.Task[ThreadedScreencast]) -> None:
     """Let go of a warm screencast no tile took (the page changed, the wall closed)."""
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
