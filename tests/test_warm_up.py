@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 
 import httpx
 import pytest
+from app_support import make_app, wait_for
 
+from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.terminal.core import ghostty_import_error
+from bbrowse.tui.widgets.footer import BbrowseFooter
 
 FIRST_SESSION = r"""
 import asyncio, sys
@@ -74,3 +78,19 @@ def test_the_first_session_opened_finds_its_terminal_core_loaded(service) -> Non
             assert "parsed while opening: 0" in done.stdout, done.stdout
         finally:
             http.delete(f"/browsers/{created.json()['session_id']}")
+
+
+async def test_modules_the_warm_up_is_still_importing_read_as_not_loaded(browserless_service, monkeypatch) -> None:
+    """While the warm-up thread imports the session screen, the app's loop may ask whether one is shown (its
+    session check) and the footer whether a terminal has the focus: the modules are in sys.modules but have no
+    classes yet. Each answer is "none" (it was an AttributeError that ended the app, when a test file opened
+    the app with the session screen not yet imported)."""
+    app = make_app(browserless_service)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        for name in ("bbrowse.tui.screens.session", "bbrowse.tui.terminal.widget"):
+            monkeypatch.setitem(sys.modules, name, types.ModuleType(name))  # half imported: no classes yet
+        assert app._shown_session_screen() is None
+        assert app.screen.query_one(BbrowseFooter)._hint() is None
+        await pilot.pause()
+        assert isinstance(app.screen, SessionsScreen) and app.return_code is None

@@ -465,10 +465,11 @@ class BbrowseApp(App):
 
     def _shown_session_screen(self):  # -> SessionScreen | None (imported late, as everywhere here)
         """The session screen a person sees: the top screen, or under dialogs only."""
-        module = sys.modules.get("bbrowse.tui.screens.session")
-        if module is None:  # none opened yet: asked at start-up, which need not load every pane for the answer
+        # None opened yet: asked at start-up, which need not load every pane for the answer. The module may also be
+        # half imported (the warm-up thread is importing it): no class yet, so no screen of it either.
+        SessionScreen = getattr(sys.modules.get("bbrowse.tui.screens.session"), "SessionScreen", None)  # noqa: N806
+        if SessionScreen is None:
             return None
-        SessionScreen = module.SessionScreen  # noqa: N806
 
         for screen in reversed(self.screen_stack):
             if isinstance(screen, SessionScreen):

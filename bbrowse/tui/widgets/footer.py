@@ -51,9 +51,10 @@ class BbrowseFooter(Footer):
         """The keys a focused terminal lets through, or the focused widget's `FOOTER_HINT`."""
         focused = self.screen.focused
         hint = getattr(focused, "FOOTER_HINT", None)
-        # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
-        terminal = sys.modules.get("bbrowse.tui.terminal.widget")
-        if terminal is not None and isinstance(focused, terminal.TerminalView):
+        # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it (and
+        # while the warm-up thread imports it, the module has no class yet: no terminal can have the focus).
+        terminal_view = getattr(sys.modules.get("bbrowse.tui.terminal.widget"), "TerminalView", None)
+        if terminal_view is not None and isinstance(focused, terminal_view):
             leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
             # A screen without tabs (broadcast typing) sets TAB_SWITCH_HINT to "".
             switch = getattr(self.screen, "TAB_SWITCH_HINT", "alt+1… switch tabs")
