@@ -26,12 +26,14 @@ class Terminal:
     """The master side of a PTY: reads what the program writes and, once every question is in, answers
     (after `delay` seconds, `answer` in one write, or nothing when `answer` is None)."""
 
-    def __init__(self, answer: str | None, delay: float = 0.0, *, keep_reading: bool = False) -> None:
+    def __init__(self, answer: str | None, delay: float = 0.0, *, keep_reading: bool = False,
+                 then: str = "") -> None:
         """`keep_reading`: after answering, go on reading what the program writes (a full-screen app), until
-        closed."""
+        closed; `then`: typed once the program has put the terminal in raw mode (a full-screen app's driver runs;
+        the probe's cbreak mode keeps signals on)."""
         self.master, self.slave = os.openpty()
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        self.answer, self.delay, self.keep_reading = answer, delay, keep_reading
+        self.answer, self.delay, self.keep_reading, self.then = answer, delay, keep_reading, then
         self.heard = b""
         self.writes = 0
         self._closing = threading.Event()
@@ -51,6 +53,9 @@ class Terminal:
         while self.keep_reading and not self._closing.is_set():
             if select.select([self.master], [], [], 0.05)[0]:
                 self.heard += os.read(self.master, 65536)
+            if self.then and not termios.tcgetattr(self.slave)[3] & termios.ISIG:  # the app's driver runs: raw mode
+                os.write(self.master, self.then.encode())
+                self.then = ""
 
     def close(self) -> None:
         """Stop playing the terminal, keeping in `heard` whatever else the program wrote."""
@@ -219,3 +224,12 @@ def test_keys_typed_as_the_app_starts_reach_it_though_the_probe_read_them() -> N
     done = run_in(terminal, TYPED_AHEAD)
     assert done.returncode == 0, done.stderr
     assert "keys a b q" in done.stderr
+
+
+def test_a_key_typed_once_the_app_runs_reaches_it_when_none_was_typed_ahead() -> None:
+    """Nothing typed while bbrowse starts, the usual case: the first keys typed once it runs reach it (an empty
+    typed-ahead, fed to Textual's parser, read as the end of input: the first key then ended the input thread)."""
+    terminal = Terminal(TMUX, keep_reading=True, then="xq")
+    done = run_in(terminal, TYPED_AHEAD)
+    assert done.returncode == 0, done.stderr
+    assert "keys x q" in done.stderr

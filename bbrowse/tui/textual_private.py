@@ -176,8 +176,9 @@ class QuickExitDriver(LinuxDriver):
         typed, self.typed_ahead = self.typed_ahead, ""
         if ESC in typed:
             short_wakes = ESC_WAKES
-        for event in parser.feed(typed):
-            self.process_message(event)
+        if typed:  # (an empty feed is the parser's end of input: every key after it would raise)
+            for event in parser.feed(typed):
+                self.process_message(event)
         try:
             while not self.exit_event.is_set():
                 process(selector.select(min(IDLE_WAKE_SECONDS, constants.ESCAPE_DELAY) if short_wakes
