@@ -43,7 +43,7 @@ fi
 #   uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 --no-header --no-annotate \
 #     -o requirements-dev.lock
 # The lock is complete (`pip check` proves it), so nothing is resolved. uv (the lock's own version) installs it
-# and bbrowse: 6 s on a fresh machine where pip takes 49 (and 3 s for bbrowse against 7); pip does it when uv cannot.
+# and bbrowse, several times faster than pip (docs/decisions.md); pip does it when uv cannot.
 uv=$(grep -E '^uv==' requirements-dev.lock | cut -d' ' -f1)
 if ! { .venv/bin/python -m pip install -q "$uv" \
        && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -r requirements-dev.lock \

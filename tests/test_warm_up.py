@@ -83,8 +83,7 @@ def test_the_first_session_opened_finds_its_terminal_core_loaded(service) -> Non
 async def test_modules_the_warm_up_is_still_importing_read_as_not_loaded(browserless_service, monkeypatch) -> None:
     """While the warm-up thread imports the session screen, the app's loop may ask whether one is shown (its
     session check) and the footer whether a terminal has the focus: the modules are in sys.modules but have no
-    classes yet. Each answer is "none" (it was an AttributeError that ended the app, when a test file opened
-    the app with the session screen not yet imported)."""
+    classes yet. Each answer is "none", and the app goes on."""
     app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))

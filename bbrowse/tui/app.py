@@ -465,9 +465,8 @@ class BbrowseApp(App):
 
     def _shown_session_screen(self):  # -> SessionScreen | None (imported late, as everywhere here)
         """The session screen a person sees: the top screen, or under dialogs only."""
-        # None opened yet: asked at start-up, which need not load every pane for the answer. The module may also be
-        # half imported (the warm-up thread is importing it): no class yet, so no screen of it either.
-        SessionScreen = getattr(sys.modules.get("bbrowse.tui.screens.session"), "SessionScreen", None)  # noqa: N806
+        # None opened yet: asked at start-up, which need not load every pane for the answer.
+        SessionScreen = warm_up.loaded_class("bbrowse.tui.screens.session", "SessionScreen")  # noqa: N806
         if SessionScreen is None:
             return None
 

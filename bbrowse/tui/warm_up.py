@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 
 #: Seconds after the sessions table shows before the loading starts: the start-up's own work goes first.
@@ -25,6 +26,12 @@ _started = threading.Lock()
 _done = False
 #: Set once `warm_up` has run (whatever it found).
 finished = threading.Event()
+
+
+def loaded_class(module: str, name: str) -> type | None:
+    """Class `name` of `module` if that module is loaded, else None (nothing imported for the answer). A module
+    the warm-up thread is still importing is in sys.modules without its classes yet: None too."""
+    return getattr(sys.modules.get(module), name, None)
 
 
 def warm_up() -> None:

@@ -10,12 +10,12 @@ screen's first focus) recomposes nothing: each recompose mounts, styles and lays
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
 
+from bbrowse.tui import warm_up
 from bbrowse.tui.textual_private import FooterKey, FooterLabel
 
 if TYPE_CHECKING:
@@ -51,10 +51,9 @@ class BbrowseFooter(Footer):
         """The keys a focused terminal lets through, or the focused widget's `FOOTER_HINT`."""
         focused = self.screen.focused
         hint = getattr(focused, "FOOTER_HINT", None)
-        # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it (and
-        # while the warm-up thread imports it, the module has no class yet: no terminal can have the focus).
-        terminal_view = getattr(sys.modules.get("bbrowse.tui.terminal.widget"), "TerminalView", None)
-        if terminal_view is not None and isinstance(focused, terminal_view):
+        # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
+        terminal_view = warm_up.loaded_class("bbrowse.tui.terminal.widget", "TerminalView")
+        if focused is not None and terminal_view is not None and isinstance(focused, terminal_view):
             leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
             # A screen without tabs (broadcast typing) sets TAB_SWITCH_HINT to "".
             switch = getattr(self.screen, "TAB_SWITCH_HINT", "alt+1… switch tabs")
