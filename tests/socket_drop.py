@@ -52,18 +52,21 @@ def _connections(pid: int) -> list[tuple[int, int, int]]:
     return found
 
 
-def client_ports(pid: int) -> set[int]:
-    """The local ports of every established TCP connection process `pid` holds."""
+def client_connections(pid: int, local_port: int | None = None) -> set[tuple[int, int]]:
+    """(local port, remote port) of every established TCP connection process `pid` holds (only the one from
+    `local_port` when given). The pair names one connection; a client port alone can name several (Linux gives
+    one local port to connections to different servers)."""
     inodes = _socket_inodes(pid)
-    return {local for inode, local, _ in _connections(pid) if inode in inodes}
+    return {(local, remote) for inode, local, remote in _connections(pid)
+            if inode in inodes and local_port in (None, local)}
 
 
-def drop_connections(service_pid: int, peer_ports: set[int]) -> int:
-    """Shut down the service's end of every connection whose client side is one of `peer_ports`;
+def drop_connections(service_pid: int, connections: set[tuple[int, int]]) -> int:
+    """Shut down the service's end of each of the client's `connections` ((client port, service port) pairs);
     how many were dropped."""
     inodes = _socket_inodes(service_pid)
-    targets = [inodes[inode] for inode, _, remote in _connections(service_pid)
-               if inode in inodes and remote in peer_ports]
+    targets = [inodes[inode] for inode, local, remote in _connections(service_pid)
+               if inode in inodes and (remote, local) in connections]
     if not targets:
         return 0
     try:

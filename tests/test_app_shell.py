@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import secrets
 import shutil
 import time
@@ -168,11 +169,11 @@ def page_in(service, browser: Browser) -> Path:
 
 def drop_attach(service, tab: ShellTab) -> None:
     """The service drops the pane's attach connection (its end shut down: no close frame)."""
-    from socket_drop import DropUnsupportedError, drop_connections
+    from socket_drop import DropUnsupportedError, client_connections, drop_connections
 
     port = tab.shell.output.connection.local_address[1]
     try:
-        assert drop_connections(service.pid, {port}) == 1
+        assert drop_connections(service.pid, client_connections(os.getpid(), port)) == 1
     except DropUnsupportedError as exc:
         pytest.skip(f"cannot drop the service's socket here: {exc}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 
 import httpx
@@ -302,11 +303,11 @@ for line in sys.stdin:
 
 def drop_attach(service, output) -> None:
     """The service drops the attach connection (its end shut down, no close frame)."""
-    from socket_drop import DropUnsupportedError, drop_connections
+    from socket_drop import DropUnsupportedError, client_connections, drop_connections
 
     port = output.connection.local_address[1]
     try:
-        assert drop_connections(service.pid, {port}) == 1
+        assert drop_connections(service.pid, client_connections(os.getpid(), port)) == 1
     except DropUnsupportedError as exc:
         pytest.skip(f"cannot drop the service's socket here: {exc}")
 

@@ -251,10 +251,10 @@ def compat_session(compat_service):
 
 def drop_cli_connections(service, term: PtyProcess) -> None:
     """The service drops every connection `bbrowse shell` has to it (attach and HTTP alike)."""
-    from socket_drop import DropUnsupportedError, client_ports, drop_connections
+    from socket_drop import DropUnsupportedError, client_connections, drop_connections
 
     try:
-        assert drop_connections(service.pid, client_ports(_bbrowse_child(term))) >= 1
+        assert drop_connections(service.pid, client_connections(_bbrowse_child(term))) >= 1
     except DropUnsupportedError as exc:
         pytest.skip(f"cannot drop the service's socket here: {exc}")
 

@@ -20,16 +20,16 @@ async def calls(http: httpx.AsyncClient, sid: str, count: int) -> None:
 
 def drop_my_stream(service, others: set[int]) -> None:
     """The service shuts down its end of this process's connections made since `others` were listed."""
-    from socket_drop import DropUnsupportedError, client_ports, drop_connections
+    from socket_drop import DropUnsupportedError, client_connections, drop_connections
 
     try:
-        assert drop_connections(service.pid, client_ports(os.getpid()) - others) >= 1
+        assert drop_connections(service.pid, client_connections(os.getpid()) - others) >= 1
     except DropUnsupportedError as exc:
         pytest.skip(f"cannot drop the service's socket here: {exc}")
 
 
 async def test_a_dropped_stream_resumes_with_no_gap_and_no_duplicate(browserless_service, browserless_http) -> None:
-    from socket_drop import client_ports
+    from socket_drop import client_connections
 
     http = browserless_http
     platform = {"browser": {"platform": {"enabled": True}}}
@@ -37,7 +37,7 @@ async def test_a_dropped_stream_resumes_with_no_gap_and_no_duplicate(browserless
     try:
         await calls(http, sid, 5)
         client = BrowserClient(browserless_service.url, browserless_service.token)
-        others = client_ports(os.getpid())
+        others = client_connections(os.getpid())
         raw_seqs: list[int] = []
         seqs: list[int] = []
         async with client.telemetry.follow_raw(sid, replay_all=True) as raw, \
