@@ -11,12 +11,13 @@ from textual.app import ComposeResult
 from textual.css.query import NoMatches
 from textual.keys import REPLACED_KEYS
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.textual_private import character_to_key, notifications, unicode_name_from_key
+from bbrowse.tui.widgets.footer import BbrowseFooter
 
 
 def make_app(service, **options) -> BbrowseApp:
@@ -92,7 +93,7 @@ class PaneScreen(Screen):
         with TabbedContent():
             with TabPane(self.title_text, id=self.tab_id):
                 yield self.pane
-        yield Footer()
+        yield BbrowseFooter()
 
 
 def use_downloads_dir(monkeypatch, tmp_path) -> Path:

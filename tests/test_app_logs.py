@@ -20,7 +20,7 @@ from conftest import ServiceHandle, session_area
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from bbrowse.client import BrowserClient, ClientConfig
 from bbrowse.target import Target
@@ -30,6 +30,7 @@ from bbrowse.tui.logbuffer import gap_text
 from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen, PathSuggester
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import notifications
+from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource
 
@@ -62,7 +63,7 @@ class LogsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield LogsPane(self.session_id, open_default=self.open_default)
-        yield Footer()
+        yield BbrowseFooter()
 
 
 async def open_logs_screen(app: BbrowseApp, pilot, session_id: str, open_default: bool = False) -> LogsPane:
@@ -373,7 +374,7 @@ class SnapshotApp(App):
 
     def compose(self) -> ComposeResult:
         yield LogPanel("chromium", "chromium", capacity=1000)
-        yield Footer()
+        yield BbrowseFooter()
 
     def on_mount(self) -> None:
         panel = self.query_one(LogPanel)

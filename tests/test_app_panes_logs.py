@@ -10,12 +10,12 @@ import pytest
 from app_support import accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from bbrowse.client import BrowserClient
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import notifications, screen_lines
+from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, format_timestamp, line_time
 from bbrowse.wire import LogSource
 
@@ -27,7 +27,7 @@ class LogsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield LogsPane(self.session_id, open_default=False)
-        yield Footer()
+        yield BbrowseFooter()
 
 
 def screen_text(app) -> str:

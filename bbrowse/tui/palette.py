@@ -19,9 +19,9 @@ from textual.command import Command, CommandInput, CommandList, CommandPalette, 
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from bbrowse.tui.textual_private import keymap_of
+from bbrowse.tui.widgets.footer import BbrowseFooter
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class BbrowsePalette(CommandPalette):
 
     @on(events.Mount)
     async def _palette_footer(self) -> None:
-        await self.mount(Footer())
+        await self.mount(BbrowseFooter())
         self.refresh_bindings()
 
     def _refresh_command_list(self, command_list: CommandList, commands: list[Command], clear_current: bool) -> None:

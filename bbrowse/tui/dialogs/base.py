@@ -14,10 +14,11 @@ from typing import TypeVar
 from textual import events, on
 from textual.app import App
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input
+from textual.widgets import Button, Input
 
 from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.textual_private import keymap_of
+from bbrowse.tui.widgets.footer import BbrowseFooter
 
 #: Below this many rows the dialogs are compact.
 SHORT_ROWS = 32
@@ -39,7 +40,7 @@ class Dialog(ModalScreen[ResultType]):
 
     @on(events.Mount)
     async def _dialog_mounted(self) -> None:
-        await self.mount(Footer())
+        await self.mount(BbrowseFooter())
         self._compact_fields()
         self.refresh_bindings()  # the footer came after the screen announced its bindings
 
