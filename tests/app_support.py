@@ -16,8 +16,8 @@ from textual.widgets import TabbedContent, TabPane
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.textual_private import character_to_key, notifications, unicode_name_from_key
-from bbrowse.tui.widgets.footer import BbrowseFooter
 
 
 def make_app(service, **options) -> BbrowseApp:

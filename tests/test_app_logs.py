@@ -26,11 +26,11 @@ from bbrowse.client import BrowserClient, ClientConfig
 from bbrowse.target import Target
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.dialogs.save import SaveScreen
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.logbuffer import gap_text
 from bbrowse.tui.panes.logs import LogsPane, LogTarget, OpenLogScreen, PathSuggester
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import notifications
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, LogView
 from bbrowse.wire import LogSource
 

@@ -12,10 +12,10 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 
 from bbrowse.client import BrowserClient
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.panes.logs import LogsPane, LogTarget
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.textual_private import notifications, screen_lines
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.log_view import LogPanel, LogStatus, format_timestamp, line_time
 from bbrowse.wire import LogSource
 

@@ -16,6 +16,7 @@ import httpx
 from app_support import make_app, type_text, use_downloads_dir, wait_for, wait_for_notification
 
 from bbrowse.config import ShellSettings, defaults
+from bbrowse.tui import warm_up
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
 from bbrowse.tui.screens import wall as wall_module
 from bbrowse.tui.screens.broadcast import BroadcastScreen
@@ -315,3 +316,32 @@ async def test_tiles_with_a_picture_wait_for_the_blank_ones_then_take_frames_aga
                 assert source.taken[1] >= last_first, "a second frame was taken before every tile had its first"
     for session in mine:
         await browserless_http.delete(f"/browsers/{session['session_id']}")
+
+
+async def test_a_closed_wall_is_freed_with_its_tiles(browserless_service) -> None:
+    """Each screen watches the app's connection state and service label; a closed screen's watchers must go with it,
+    or every wall ever opened stays in memory with its tiles (Textual drops them only when the state next changes)."""
+    import gc
+    import weakref
+
+    app = make_app(browserless_service)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        # the warm-up's gc.freeze leaves what is alive then out of collections for good: walls come after
+        await wait_for(pilot, warm_up.finished.is_set, what="the warm-up done")
+        walls = []
+        for _ in range(3):
+            wall = WallScreen([], live=False)
+            await app.push_screen(wall)  # (returns once the wall is mounted)
+            assert app.screen is wall
+            walls.append(weakref.ref(wall))
+            del wall
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="back on the table")
+
+        def freed() -> bool:
+            gc.collect()  # a wall is a cycle of widgets: only the collector frees it
+            return all(ref() is None for ref in walls)
+
+        # (a cancelled timer of the last wall's keeps it a moment longer: asyncio drops it at its due time)
+        await wait_for(pilot, freed, timeout=5, what="every closed wall freed")

@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Button
 
-from bbrowse.tui.widgets.footer import BbrowseFooter, FooterKey
+from bbrowse.tui.footer import BbrowseFooter, FooterKey
 
 
 class WithKey(Button):

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from app_support import make_app, wait_for
 
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.terminal.core import ghostty_import_error
-from bbrowse.tui.widgets.footer import BbrowseFooter
 
 FIRST_SESSION = r"""
 import asyncio, sys

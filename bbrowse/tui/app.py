@@ -63,6 +63,7 @@ from bbrowse.startup import resume_collection
 from bbrowse.target import Target, resolve_soon, target_for
 from bbrowse.tui import warm_up
 from bbrowse.tui.app_services import describe_error
+from bbrowse.tui.loaded import loaded_class
 from bbrowse.tui.palette import (
     BbrowseCommands,
     BbrowsePalette,
@@ -466,7 +467,7 @@ class BbrowseApp(App):
     def _shown_session_screen(self):  # -> SessionScreen | None (imported late, as everywhere here)
         """The session screen a person sees: the top screen, or under dialogs only."""
         # None opened yet: asked at start-up, which need not load every pane for the answer.
-        SessionScreen = warm_up.loaded_class("bbrowse.tui.screens.session", "SessionScreen")  # noqa: N806
+        SessionScreen = loaded_class("bbrowse.tui.screens.session", "SessionScreen")  # noqa: N806
         if SessionScreen is None:
             return None
 

@@ -20,8 +20,8 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
 
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.textual_private import keymap_of
-from bbrowse.tui.widgets.footer import BbrowseFooter
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from textual.app import App
+    from textual.dom import DOMNode
     from textual.driver import Driver
     from textual.notifications import Notification
     from textual.screen import Screen
@@ -49,6 +50,7 @@ __all__ = [
     "XTermParser",
     "character_to_key",
     "driver_of",
+    "forget_closed_watchers",
     "keymap_of",
     "notifications",
     "screen_lines",
@@ -93,6 +95,15 @@ async def until_idle() -> None:
     """Until this process stops working hard (what Pilot waits for between keys: a key, the binding it runs and
     the focus that binding moves are then handled)."""
     await wait_for_idle(0)
+
+
+def forget_closed_watchers(obj: DOMNode) -> None:
+    """Drop the watchers of `obj` made by nodes now closed (`node.watch(obj, ...)`). Textual drops them only when
+    the attribute next changes, which for the app's connection state or theme can be never: until then each
+    keeps its node alive, and a closed screen's watcher keeps the screen and every widget it had."""
+    watchers: dict[str, list[tuple[DOMNode, object]]] = getattr(obj, "__watchers", {})
+    for entries in watchers.values():
+        entries[:] = [(node, callback) for node, callback in entries if not (node._closing or node._closed)]
 
 
 def notifications(app: App) -> list[Notification]:

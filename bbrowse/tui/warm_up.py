@@ -10,8 +10,8 @@ waits only for what is left (Python's import lock and cffi's type cache are shar
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
-import sys
 import threading
 
 #: Seconds after the sessions table shows before the loading starts: the start-up's own work goes first.
@@ -28,20 +28,26 @@ _done = False
 finished = threading.Event()
 
 
-def loaded_class(module: str, name: str) -> type | None:
-    """Class `name` of `module` if that module is loaded, else None (nothing imported for the answer). A module
-    the warm-up thread is still importing is in sys.modules without its classes yet: None too."""
-    return getattr(sys.modules.get(module), name, None)
-
-
 def warm_up() -> None:
     """Import the session screen and build one terminal core, thrown away. Any failure is left to the real
     opening, which reports it."""
     try:
         with contextlib.suppress(Exception):
             _load()
+        settle_the_heap()
     finally:
         finished.set()
+
+
+def settle_the_heap() -> None:
+    """Leave what is loaded by now out of the garbage collector's full passes (`gc.freeze`).
+
+    Modules, classes and the app's long-lived objects are most of the heap and never garbage; a full pass walks
+    them all (150-300 ms on the app's loop, a stall in a live view or a screen opening). A full pass first, once,
+    in this thread: garbage frozen would never be freed. What is alive now and becomes garbage later (a screen
+    closed after this moment) is not freed either: this runs once, early, when little but the first screen is."""
+    gc.collect()
+    gc.freeze()
 
 
 def _load() -> None:

@@ -16,9 +16,9 @@ from textual.app import App
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input
 
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.textual_private import keymap_of
-from bbrowse.tui.widgets.footer import BbrowseFooter
 
 #: Below this many rows the dialogs are compact.
 SHORT_ROWS = 32

@@ -6,6 +6,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.screen import Screen
 
+from bbrowse.tui.textual_private import forget_closed_watchers
 from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
 
 
@@ -38,6 +39,11 @@ class BbrowseScreen(Screen[None]):
 
         self.watch(self.app, "connection_state", show_state)
         self.watch(self.app, "service_label", show_label)
+
+    @on(events.Unmount)
+    def _forget_watchers(self) -> None:
+        """This screen's watchers of the app (its own, its bar's), which would keep it and its widgets alive."""
+        forget_closed_watchers(self.app)
 
     def crumbs(self) -> tuple[str, ...]:
         return self.CRUMBS

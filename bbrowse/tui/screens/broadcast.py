@@ -22,12 +22,12 @@ from textual.widgets import Static
 
 from bbrowse.client import ClientError
 from bbrowse.tui.app_services import services
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.shell_session import ShellSession
 from bbrowse.tui.terminal.widget import TerminalView
 from bbrowse.tui.textual_private import keymap_of
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser
 
 #: How the state line names the switch, by binding id (a remapped key shows as remapped).

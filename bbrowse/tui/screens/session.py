@@ -18,6 +18,7 @@ from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from bbrowse.client import KeepAlive
 from bbrowse.tui.app_services import services
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.panes.base import SessionPane
 from bbrowse.tui.panes.events import EventsPane
 from bbrowse.tui.panes.files import FilesPane
@@ -27,7 +28,6 @@ from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.panes.shells import ShellsPane
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.terminal.widget import alt_digit_keys
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser
 
 #: Makes a tab's pane for a session id (a pane class, or a test's fixed pane).

@@ -23,6 +23,7 @@ from bbrowse.client import ClientError
 from bbrowse.humanize import absolute_time, duration, relative_time
 from bbrowse.tui.app_services import services
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.live_table import ColumnFit, ellipsized, fit_columns, sync_rows
 from bbrowse.tui.polling import Poller
@@ -30,7 +31,6 @@ from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.textual_private import keymap_of
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.wire import Browser, SessionStatusFilter
 
 REFRESH_SECONDS = 2.0

@@ -26,11 +26,11 @@ from bbrowse.client import ClientError
 from bbrowse.client.threaded_screencast import ThreadedScreencast
 from bbrowse.tui import bulk
 from bbrowse.tui.app_services import services
+from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.key_hints import hint_text
 from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.selection import SelectionActions
 from bbrowse.tui.textual_private import keymap_of
-from bbrowse.tui.widgets.footer import BbrowseFooter
 from bbrowse.tui.widgets.tile import (
     FirstPictures,
     FrameSource,

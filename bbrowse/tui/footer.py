@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.widgets import Footer
 
-from bbrowse.tui import warm_up
+from bbrowse.tui.loaded import loaded_class
 from bbrowse.tui.textual_private import FooterKey, FooterLabel
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class BbrowseFooter(Footer):
         focused = self.screen.focused
         hint = getattr(focused, "FOOTER_HINT", None)
         # Not imported here: the sessions screen, the first one drawn, has no terminal and loads without it.
-        terminal_view = warm_up.loaded_class("bbrowse.tui.terminal.widget", "TerminalView")
+        terminal_view = loaded_class("bbrowse.tui.terminal.widget", "TerminalView")
         if focused is not None and terminal_view is not None and isinstance(focused, terminal_view):
             leave = focused._leave_hint() if hasattr(focused, "_leave_hint") else "ctrl+] leave"
             # A screen without tabs (broadcast typing) sets TAB_SWITCH_HINT to "".
