@@ -318,9 +318,10 @@ async def test_tiles_with_a_picture_wait_for_the_blank_ones_then_take_frames_aga
         await browserless_http.delete(f"/browsers/{session['session_id']}")
 
 
-async def test_a_closed_wall_is_freed_with_its_tiles(browserless_service) -> None:
+async def test_a_closed_wall_is_freed_with_its_tiles_and_what_they_drew(browserless_service) -> None:
     """Each screen watches the app's connection state and service label; a closed screen's watchers must go with it,
-    or every wall ever opened stays in memory with its tiles (Textual drops them only when the state next changes)."""
+    or every wall ever opened stays in memory with its tiles (Textual drops them only when the state next changes).
+    And the lines its widgets drew (each widget's styles cache) go too, not only the widgets."""
     import gc
     import weakref
 
@@ -329,6 +330,12 @@ async def test_a_closed_wall_is_freed_with_its_tiles(browserless_service) -> Non
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
         # the warm-up's gc.freeze leaves what is alive then out of collections for good: walls come after
         await wait_for(pilot, warm_up.finished.is_set, what="the warm-up done")
+
+        def drawn_line_caches() -> int:
+            gc.collect()
+            return sum(1 for o in gc.get_objects() if type(o).__name__ == "StylesCache")
+
+        before = drawn_line_caches()
         walls = []
         for _ in range(3):
             wall = WallScreen([], live=False)
@@ -345,3 +352,5 @@ async def test_a_closed_wall_is_freed_with_its_tiles(browserless_service) -> Non
 
         # (a cancelled timer of the last wall's keeps it a moment longer: asyncio drops it at its due time)
         await wait_for(pilot, freed, timeout=5, what="every closed wall freed")
+        left = drawn_line_caches() - before
+        assert left < 10, left

@@ -22,6 +22,7 @@ import textual.screen
 from textual import constants
 from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual._parser import ParseError
+from textual._styles_cache import StylesCache
 from textual._wait import wait_for_idle
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
@@ -53,6 +54,7 @@ __all__ = [
     "forget_closed_watchers",
     "keymap_of",
     "notifications",
+    "release_render_caches",
     "screen_lines",
     "set_escape_delay",
     "set_screen_update_period",
@@ -104,6 +106,13 @@ def forget_closed_watchers(obj: DOMNode) -> None:
     watchers: dict[str, list[tuple[DOMNode, object]]] = getattr(obj, "__watchers", {})
     for entries in watchers.values():
         entries[:] = [(node, callback) for node, callback in entries if not (node._closing or node._closed)]
+
+
+def release_render_caches() -> None:
+    """Let go of the lines drawn by widgets now gone. `StylesCache.get_inner_outer` is an lru_cache on a method,
+    so its keys hold the styles cache of each of the last 1,024 widgets drawn, and with it every line that widget
+    drew: a closed 16-tile wall left ~24,000 objects behind for the collector to walk at each full pass."""
+    StylesCache.get_inner_outer.cache_clear()
 
 
 def notifications(app: App) -> list[Notification]:

@@ -6,7 +6,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.screen import Screen
 
-from bbrowse.tui.textual_private import forget_closed_watchers
+from bbrowse.tui.textual_private import forget_closed_watchers, release_render_caches
 from bbrowse.tui.widgets.service_bar import ConnectionState, ServiceBar
 
 
@@ -41,9 +41,11 @@ class BbrowseScreen(Screen[None]):
         self.watch(self.app, "service_label", show_label)
 
     @on(events.Unmount)
-    def _forget_watchers(self) -> None:
-        """This screen's watchers of the app (its own, its bar's), which would keep it and its widgets alive."""
+    def _let_go(self) -> None:
+        """What would keep this screen's widgets, or the lines they drew, in memory once it is closed: its watchers
+        of the app (its own, its bar's) and Textual's render cache."""
         forget_closed_watchers(self.app)
+        release_render_caches()
 
     def crumbs(self) -> tuple[str, ...]:
         return self.CRUMBS
