@@ -40,7 +40,8 @@ def warm_up() -> None:
 
 
 def settle_the_heap() -> None:
-    """Leave what is loaded by now out of the garbage collector's full passes (`gc.freeze`).
+    """Leave what is loaded by now out of the garbage collector's full passes (`gc.freeze`), as start-up does for
+    its own (`bbrowse.startup`): the modules loaded here, the first screen, and in a test process everything.
 
     Modules, classes and the app's long-lived objects are most of the heap and never garbage; a full pass walks
     them all (150-300 ms on the app's loop, a stall in a live view or a screen opening). A full pass first, once,
