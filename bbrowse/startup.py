@@ -12,6 +12,9 @@ pygments' lexers) when those can be imported, much of its import time; bbrowse n
 import gc
 import sys
 
+#: Whether this process started through an entry point that froze start-up's objects (not a test's process).
+_froze_at_start = False
+
 
 def skip_httpx_command_line() -> None:
     """Called by `bbrowse` before anything imports httpx: httpx then takes its command line as not installed
@@ -27,6 +30,17 @@ def pause_collection() -> None:
 
 def resume_collection() -> None:
     """Start-up is over: its objects are frozen (never walked again) and collection resumes, if it was paused."""
+    global _froze_at_start
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+        _froze_at_start = True
+
+
+def freeze_more() -> None:
+    """What a process started through an entry point loaded since (`resume_collection`) leaves the collector's
+    sight too: one full collection first, so no garbage is frozen. Nothing in a process that did not start so
+    (a test's: its app never freezes what the tests hold)."""
+    if _froze_at_start:
+        gc.collect()
+        gc.freeze()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import json
 import os
 import shutil
@@ -38,6 +39,13 @@ for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_H
 # One UTF-8 locale for the suite and every program it starts (shells, `ls`, `less` in a PTY), whatever
 # the machine's own is: CJK and box-drawing tests must not depend on it.
 os.environ["LANG"] = "C.UTF-8"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection loaded (pytest, the test modules, bbrowse, Textual) stays for the whole run: out of the
+    collector's full passes, which walked it at every one (an app test file's worker: 5.4 → 3.1 s of them)."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from bbrowse import cli
+from bbrowse import cli, startup
 from bbrowse.client import ENV_BASE_URL, ENV_TOKEN
 from bbrowse.config import ENV_PROFILE, Overrides, load_settings
-from bbrowse.startup import pause_collection, resume_collection
+from bbrowse.startup import freeze_more, pause_collection, resume_collection
 
 #: `bbrowse` (no command) up to the moment it asks for the embedded service (`launcher.find_or_start_soon`), which
 #: here prints the modules loaded by then and ends the process: what is loaded by then delays the service's start.
@@ -126,9 +126,12 @@ def test_bbrowse_loads_httpx_without_its_command_line(tmp_path):
     assert [m for m in loaded if m in ("httpx._main", "rich.progress", "rich.syntax", "pygments.lexers")] == []
 
 
-def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen():
+def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen(monkeypatch):
+    monkeypatch.setattr(startup, "_froze_at_start", False)  # (this process's, whatever this test does)
     assert gc.isenabled()
+    gc.unfreeze()  # (what conftest froze after collection)
     resume_collection()  # not paused: nothing frozen (a test's app or service never freezes the test process)
+    freeze_more()  # (the app's warm-up, done)
     assert gc.get_freeze_count() == 0
     pause_collection()
     try:
@@ -137,8 +140,14 @@ def test_collection_paused_while_starting_resumes_with_what_start_up_made_frozen
         resume_collection()
     try:
         assert gc.isenabled() and gc.get_freeze_count() > 0
+        frozen = gc.get_freeze_count()
+        loaded_since = [[index] for index in range(1000)]  # what the warm-up loads later: frozen too
+        freeze_more()
+        assert gc.get_freeze_count() >= frozen + len(loaded_since)
     finally:
         gc.unfreeze()
+        gc.collect()
+        gc.freeze()  # as conftest left it
 
 
 #: `bbrowse serve` up to the moment its app is built (`resume_collection`), on a socket checked as it is bound.

@@ -10,9 +10,10 @@ waits only for what is left (Python's import lock and cffi's type cache are shar
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import threading
+
+from bbrowse.startup import freeze_more
 
 #: Seconds after the sessions table shows before the loading starts: the start-up's own work goes first.
 AFTER_SECONDS = 0.5
@@ -40,15 +41,14 @@ def warm_up() -> None:
 
 
 def settle_the_heap() -> None:
-    """Leave what is loaded by now out of the garbage collector's full passes (`gc.freeze`), as start-up does for
-    its own (`bbrowse.startup`): the modules loaded here, the first screen, and in a test process everything.
+    """Leave what is loaded by now out of the garbage collector's full passes, as start-up does for its own
+    (`bbrowse.startup`): the modules loaded here and the first screen.
 
     Modules, classes and the app's long-lived objects are most of the heap and never garbage; a full pass walks
-    them all (150-300 ms on the app's loop, a stall in a live view or a screen opening). A full pass first, once,
-    in this thread: garbage frozen would never be freed. What is alive now and becomes garbage later (a screen
-    closed after this moment) is not freed either: this runs once, early, when little but the first screen is."""
-    gc.collect()
-    gc.freeze()
+    them all (150-300 ms on the app's loop, a stall in a live view or a screen opening). What is alive now and
+    becomes garbage later (a screen closed after this moment) is never freed: this runs once, early, when little
+    but the first screen is."""
+    freeze_more()
 
 
 def _load() -> None:
