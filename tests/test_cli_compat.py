@@ -120,7 +120,9 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tm
             assert http.post(f"/browsers/{sid}/process/exec", json=body).json()["exit_code"] == 0
 
         write_line()
-        follow = subprocess.Popen([*BBROWSE, "logs", sid, "--path", path], env=cli_env(compat_service),
+        # PYTHONFAULTHANDLER: a command that does not end after ctrl-c is asked (SIGABRT) for its threads' stacks
+        follow = subprocess.Popen([*BBROWSE, "logs", sid, "--path", path],
+                                  env=cli_env(compat_service, PYTHONFAULTHANDLER="1"),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             # until the command shows a line (it follows, its keep-alive held), the test's own computer
@@ -136,7 +138,12 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tm
             assert http.get(f"/browsers/{sid}").status_code == 200
         finally:
             follow.send_signal(signal.SIGINT)
-            follow.communicate(timeout=30)
+            try:
+                follow.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                follow.send_signal(signal.SIGABRT)
+                stacks = follow.communicate(timeout=30)[1].decode(errors="replace")
+                pytest.fail(f"bbrowse logs --follow did not end within 30 s of ctrl-c; where it was:\n{stacks}")
         ended = time.monotonic()
         while http.get(f"/browsers/{sid}").status_code == 200 and time.monotonic() - ended < 30:
             time.sleep(0.1)
