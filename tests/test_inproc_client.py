@@ -4,6 +4,7 @@ wiring; the same calls over loopback to a running `bbrowse serve` are in tests/t
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -66,3 +67,42 @@ async def test_a_wrong_token_is_unauthorized(app) -> None:
             [browser async for browser in client.sessions.list()]
     finally:
         await client.transport.http.aclose()
+
+
+class CancelsTheCallerWithItsAnswer(httpx.AsyncBaseTransport):
+    """The service's answer, and the caller cancelled as it arrives (ctrl-c during a call)."""
+
+    def __init__(self, app) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+        self.caller: asyncio.Task | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        await response.aread()
+        assert self.caller is not None
+        asyncio.get_running_loop().call_soon(self.caller.cancel)  # as the signal handler does: by the loop
+        await asyncio.sleep(0)  # the answer's last read
+        return response
+
+
+async def test_a_cancellation_arriving_with_a_probes_answer_is_not_lost(app) -> None:
+    """`bbrowse logs --follow` probes a quiet stream every few seconds; a ctrl-c whose cancellation came with the
+    probe's answer was dropped (Python 3.11's `wait_for` returns the answer instead) and the command went on
+    following (test_cli_compat's keep-alive test, twice on CI)."""
+    transport = CancelsTheCallerWithItsAnswer(app)
+    http = httpx.AsyncClient(transport=transport, base_url=BASE, headers={"Authorization": f"Bearer {TOKEN}"})
+    client = BrowserClient(config=ClientConfig(base_url=BASE, token=TOKEN), http=http)
+    went_on = []
+
+    async def probe_then_go_on() -> None:
+        await client.transport.probe("/browsers", timeout=5)
+        went_on.append(True)
+
+    try:
+        for _ in range(5):
+            transport.caller = asyncio.create_task(probe_then_go_on())
+            with pytest.raises(asyncio.CancelledError):
+                await transport.caller
+        assert went_on == []
+    finally:
+        await http.aclose()

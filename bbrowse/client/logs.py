@@ -305,7 +305,9 @@ class _Follower:
             if not self.live:
                 wait = min(wait, LIVE_GRACE_SECONDS)
             try:
-                item = await asyncio.wait_for(queue.get(), max(wait, 0.001))
+                # asyncio.timeout, not wait_for, here and below: see `Transport.probe`
+                async with asyncio.timeout(max(wait, 0.001)):
+                    item = await queue.get()
             except TimeoutError:
                 if not self.live:
                     self._say_live()
@@ -355,7 +357,8 @@ class _Follower:
         deadline = time.monotonic() + FIRST_LINE_WAIT_SECONDS
         while first is None and ended is _OPENED:
             try:
-                item = await asyncio.wait_for(queue.get(), max(deadline - time.monotonic(), 0.001))
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                    item = await queue.get()
             except TimeoutError:
                 break
             if item is None or isinstance(item, BaseException):
@@ -377,7 +380,8 @@ class _Follower:
             elif not _overlap_possible(lines, messages):
                 break
             try:
-                item = await asyncio.wait_for(queue.get(), max(overlap_deadline - time.monotonic(), 0.001))
+                async with asyncio.timeout(max(overlap_deadline - time.monotonic(), 0.001)):
+                    item = await queue.get()
             except TimeoutError:
                 break
             if item is None or isinstance(item, BaseException):

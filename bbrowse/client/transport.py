@@ -227,7 +227,10 @@ class Transport:
         retry. A stream that has been quiet proves nothing (Kernel's SSE has no heartbeat); this does."""
         request = self._build("GET", path, self.routes.for_path(path), params=params, timeout=httpx.Timeout(timeout))
         try:
-            response = await asyncio.wait_for(self.http.send(request), timeout + 1.0)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns an answer that arrives together with
+            # a cancellation and drops the cancellation (a ctrl-c during a quiet log's probe was lost)
+            async with asyncio.timeout(timeout + 1.0):
+                response = await self.http.send(request)
         except (httpx.TransportError, TimeoutError):
             return False
         return response.status_code < 600
