@@ -12,6 +12,7 @@ import shlex
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -141,9 +142,13 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tm
             try:
                 follow.communicate(timeout=30)
             except subprocess.TimeoutExpired:
+                status = Path(f"/proc/{follow.pid}/status")
+                masks = [line for line in status.read_text().splitlines() if line.startswith("Sig")] \
+                    if status.exists() else []  # SigIgn, SigCgt: is SIGINT (bit 1) ignored, or caught?
                 follow.send_signal(signal.SIGABRT)
                 stacks = follow.communicate(timeout=30)[1].decode(errors="replace")
-                pytest.fail(f"bbrowse logs --follow did not end within 30 s of ctrl-c; where it was:\n{stacks}")
+                pytest.fail(f"bbrowse logs --follow did not end within 30 s of ctrl-c; its signals {masks}; "
+                            f"where it was:\n{stacks}")
         ended = time.monotonic()
         while http.get(f"/browsers/{sid}").status_code == 200 and time.monotonic() - ended < 30:
             time.sleep(0.1)
