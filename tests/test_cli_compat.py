@@ -121,10 +121,13 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tm
             assert http.post(f"/browsers/{sid}/process/exec", json=body).json()["exit_code"] == 0
 
         write_line()
-        # PYTHONFAULTHANDLER: a command that does not end after ctrl-c is asked (SIGABRT) for its threads' stacks
+        # PYTHONFAULTHANDLER: a command that does not end after ctrl-c is asked (SIGABRT) for its threads' stacks.
+        # SIGINT as a command in the foreground has it: a suite started in the background by a script (an
+        # asynchronous list of a non-interactive shell) hands its children SIGINT ignored.
         follow = subprocess.Popen([*BBROWSE, "logs", sid, "--path", path],
                                   env=cli_env(compat_service, PYTHONFAULTHANDLER="1"),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             # until the command shows a line (it follows, its keep-alive held), the test's own computer
             # calls are the session's activity: a slow start of the command is not what is tested
