@@ -8,8 +8,10 @@ tiles' pictures and the recording badge use the default service's real Chromium.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import uuid
+import weakref
 from pathlib import Path
 
 import httpx
@@ -321,9 +323,6 @@ async def test_a_closed_wall_is_freed_with_its_tiles_and_what_they_drew(browserl
     """Each screen watches the app's connection state and service label; a closed screen's watchers must go with it,
     or every wall ever opened stays in memory with its tiles (Textual drops them only when the state next changes).
     And the lines its widgets drew (each widget's styles cache) go too, not only the widgets."""
-    import gc
-    import weakref
-
     app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
