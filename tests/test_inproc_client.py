@@ -86,9 +86,8 @@ class CancelsTheCallerWithItsAnswer(httpx.AsyncBaseTransport):
 
 
 async def test_a_cancellation_arriving_with_a_probes_answer_is_not_lost(app) -> None:
-    """`bbrowse logs --follow` probes a quiet stream every few seconds; a ctrl-c whose cancellation came with the
-    probe's answer was dropped (Python 3.11's `wait_for` returns the answer instead) and the command went on
-    following (test_cli_compat's keep-alive test, twice on CI)."""
+    """`bbrowse logs --follow` probes a quiet stream every few seconds; a ctrl-c whose cancellation comes with the
+    probe's answer ends the caller (Python 3.11's `wait_for` would return the answer instead)."""
     transport = CancelsTheCallerWithItsAnswer(app)
     http = httpx.AsyncClient(transport=transport, base_url=BASE, headers={"Authorization": f"Bearer {TOKEN}"})
     client = BrowserClient(config=ClientConfig(base_url=BASE, token=TOKEN), http=http)

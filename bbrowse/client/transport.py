@@ -228,7 +228,7 @@ class Transport:
         request = self._build("GET", path, self.routes.for_path(path), params=params, timeout=httpx.Timeout(timeout))
         try:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for returns an answer that arrives together with
-            # a cancellation and drops the cancellation (a ctrl-c during a quiet log's probe was lost)
+            # a cancellation and drops the cancellation; a ctrl-c during a probe must end the caller
             async with asyncio.timeout(timeout + 1.0):
                 response = await self.http.send(request)
         except (httpx.TransportError, TimeoutError):

@@ -111,7 +111,7 @@ def forget_closed_watchers(obj: DOMNode) -> None:
 def release_render_caches() -> None:
     """Let go of the lines drawn by widgets now gone. `StylesCache.get_inner_outer` is an lru_cache on a method,
     so its keys hold the styles cache of each of the last 1,024 widgets drawn, and with it every line that widget
-    drew: a closed 16-tile wall left ~24,000 objects behind for the collector to walk at each full pass."""
+    drew, for the collector to walk at each full pass."""
     StylesCache.get_inner_outer.cache_clear()
 
 

@@ -35,20 +35,10 @@ def warm_up() -> None:
     try:
         with contextlib.suppress(Exception):
             _load()
-        settle_the_heap()
+        # what was loaded here, and the first screen, leave the collector's full passes as start-up's did
+        freeze_more()
     finally:
         finished.set()
-
-
-def settle_the_heap() -> None:
-    """Leave what is loaded by now out of the garbage collector's full passes, as start-up does for its own
-    (`bbrowse.startup`): the modules loaded here and the first screen.
-
-    Modules, classes and the app's long-lived objects are most of the heap and never garbage; a full pass walks
-    them all (150-300 ms on the app's loop, a stall in a live view or a screen opening). What is alive now and
-    becomes garbage later (a screen closed after this moment) is never freed: this runs once, early, when little
-    but the first screen is."""
-    freeze_more()
 
 
 def _load() -> None:
