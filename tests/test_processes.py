@@ -549,8 +549,15 @@ async def test_deleting_the_session_ends_its_processes(http: httpx.AsyncClient) 
     # `$!` is a pid of the sandbox's own PID namespace: on this machine the job is found by its session,
     # the script's (it did not leave it).
     assert int(out.stdout) > 0
-    leftover = next(p.pid for p in psutil.process_iter(["name"])
-                    if p.info["name"] == "sleep" and _session_of(p.pid) == script["pid"])
+    # (the job may still be the shell's fork, not yet `sleep`, when the script has exited: looked for until it is)
+    leftover = None
+    for _ in range(100):
+        leftover = next((p.pid for p in psutil.process_iter(["name"])
+                         if p.info["name"] == "sleep" and _session_of(p.pid) == script["pid"]), None)
+        if leftover is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert leftover is not None, "the script's background job was not found"
     assert _alive(leftover)
     assert (await http.delete(f"/browsers/{sid}")).status_code == 204
     await wait_gone(leftover)
