@@ -27,6 +27,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bbrowse.tui.textual_private import pilots_wait_until_settled
+
 # The suite runs with a home of its own, made afresh: nothing a test saves lands in the real one, and no
 # dotfile of whoever runs it (a shell prompt, a bbrowse config, a downloads folder) changes what a test sees.
 _HOME = Path(tempfile.mkdtemp(prefix="bbrowse-test-home-"))
@@ -39,6 +41,8 @@ for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_H
 # One UTF-8 locale for the suite and every program it starts (shells, `ls`, `less` in a PTY), whatever
 # the machine's own is: CJK and box-drawing tests must not depend on it.
 os.environ["LANG"] = "C.UTF-8"
+# Pilot's waits count what the app has still to handle, instead of guessing from the CPU time (docs/decisions.md).
+pilots_wait_until_settled()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

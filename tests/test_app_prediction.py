@@ -57,6 +57,15 @@ async def confirm_epoch(pilot, terminal: TerminalView, y: int, typed: str, keys:
     return typed
 
 
+async def run_line(pilot, core, command: str) -> None:
+    """Type `command` and enter at the prompt, then until the shell's next prompt, on a row below (the row typed
+    on reads as a bare prompt until the shell has echoed what was typed)."""
+    row = core.cursor[1]
+    await type_text(pilot, command, then="enter")
+    await wait_for(pilot, lambda: core.cursor[1] > row and core.line_text(core.cursor[1]) == PROMPT,
+                   what=f"the prompt after {command!r}")
+
+
 async def test_predicted_echo_over_a_100_ms_link(compat_service, bad_link) -> None:
     client = BrowserClient(compat_service.url, compat_service.token)
     browser = await client.sessions.create(timeout_seconds=600)
@@ -104,8 +113,7 @@ async def test_predicted_echo_over_a_100_ms_link(compat_service, bad_link) -> No
             await wait_for(pilot, lambda: "\none" in screen(terminal), what="echo one ran")
 
             # Taken back: readline types Q for q; the guess q is drawn, then replaced by what the shell drew.
-            await type_text(pilot, "bind '\"q\":\"Q\"'", then="enter")
-            await wait_for(pilot, lambda: core.line_text(core.cursor[1]) == PROMPT, what="prompt after bind")
+            await run_line(pilot, core, "bind '\"q\":\"Q\"'")
             y = core.cursor[1]
             typed = await confirm_epoch(pilot, terminal, y, f"{PROMPT} ", "abcdef")
             wrong_before = predictor.stats.wrong_shown
@@ -117,8 +125,7 @@ async def test_predicted_echo_over_a_100_ms_link(compat_service, bad_link) -> No
             assert drawn(terminal, y) == f"{typed}Q", "taken back with the output that contradicts it"
             assert predictor.stats.wrong_shown == wrong_before + 1
             await pilot.press("ctrl+u")
-            await type_text(pilot, "bind -r q", then="enter")
-            await wait_for(pilot, lambda: core.line_text(core.cursor[1]) == PROMPT, what="prompt after bind -r")
+            await run_line(pilot, core, "bind -r q")
 
             # read -s: the password is never drawn, at any moment, and the program gets it.
             await type_text(pilot, "read -s -p 'pw: ' PW; echo \"got:$PW\"", then="enter")

@@ -77,12 +77,12 @@ from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
+from bbrowse.tui.settled import until_settled
 from bbrowse.tui.textual_private import (
     QuickExitDriver,
     driver_of,
     set_escape_delay,
     set_screen_update_period,
-    until_idle,
     version_problem,
 )
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir
@@ -290,7 +290,7 @@ class BbrowseApp(App):
         the one before (a key that moves the focus, `/`, has moved it by then)."""
         for key in keys:
             self.post_message(key)
-            await until_idle()
+            await until_settled(self)
 
     def connected_client(self) -> BrowserClient:
         """The client of the service in use, for the screens and panes (`AppServices`). They exist only while

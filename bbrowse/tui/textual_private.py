@@ -17,17 +17,19 @@ import termios
 from codecs import getincrementaldecoder
 from typing import TYPE_CHECKING
 
+import textual._wait
 import textual.constants
 import textual.screen
 from textual import constants
 from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual._parser import ParseError
 from textual._styles_cache import StylesCache
-from textual._wait import wait_for_idle
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 from textual.keys import _character_to_key, _get_unicode_name_from_key
 from textual.widgets._footer import FooterKey, FooterLabel
+
+from bbrowse.tui.settled import until_settled
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -54,6 +56,7 @@ __all__ = [
     "forget_closed_watchers",
     "keymap_of",
     "notifications",
+    "pilots_wait_until_settled",
     "release_render_caches",
     "screen_lines",
     "set_escape_delay",
@@ -93,10 +96,24 @@ def screen_lines(screen: Screen) -> list[str]:
     return ["".join(segment.text for segment in strip) for strip in screen._compositor.render_strips()]
 
 
-async def until_idle() -> None:
-    """Until this process stops working hard (what Pilot waits for between keys: a key, the binding it runs and
-    the focus that binding moves are then handled)."""
-    await wait_for_idle(0)
+def pilots_wait_until_settled() -> None:
+    """Tests: Pilot's waits (between keys, in `pause()`) first wait until the app has handled every message it
+    was sent (`until_settled`), then as before. Textual's wait alone is a guess from the process's CPU time,
+    which a process starved of CPU passes before the app has handled a key."""
+    import textual.app
+    import textual.pilot
+    from textual._context import active_app
+
+    guess = textual._wait.wait_for_idle
+
+    async def settled_then_idle(min_sleep: float = textual._wait.SLEEP_GRANULARITY, max_sleep: float = 1) -> None:
+        app = active_app.get(None)
+        if app is not None and app.is_running:
+            await until_settled(app)
+        await guess(min_sleep, max_sleep)
+
+    textual.app.wait_for_idle = settled_then_idle
+    textual.pilot.wait_for_idle = settled_then_idle
 
 
 def forget_closed_watchers(obj: DOMNode) -> None:
