@@ -35,6 +35,7 @@ from bbrowse.client.errors import (
 )
 from bbrowse.client.net import PING_INTERVAL, PING_TIMEOUT, set_keepalive, websocket_options
 from bbrowse.client.routing import Route, RouteCache
+from bbrowse.timeouts import bounded
 from bbrowse.wire import AttachExit, AttachResize
 
 #: Largest single frame accepted from the service (PTY output comes in far smaller pieces).
@@ -146,7 +147,7 @@ class AttachSession:
             except ConnectionClosed:
                 return
             try:
-                await asyncio.wait_for(asyncio.shield(pong), PING_TIMEOUT)
+                await bounded(asyncio.shield(pong), PING_TIMEOUT)
                 continue
             except TimeoutError:
                 pass
@@ -155,7 +156,7 @@ class AttachSession:
             self.stalled = True
             self.on_link(True)
             try:
-                await asyncio.wait_for(pong, STALL_GIVE_UP_SECONDS)
+                await bounded(pong, STALL_GIVE_UP_SECONDS)
             except TimeoutError:
                 self._gave_up = True
                 ws.transport.abort()

@@ -27,6 +27,7 @@ from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
 from bbrowse.client.sse import iter_sse_json
 from bbrowse.client.streams import OPENED, Stream
 from bbrowse.client.transport import Transport, segment
+from bbrowse.timeouts import bounded
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE, LogEvent, LogSource
 
 #: A one-shot read of a supervised program's log ends after this long without an event.
@@ -131,7 +132,7 @@ class Logs:
             events = aiter(stream)
             while True:
                 try:
-                    event = await asyncio.wait_for(anext(events), QUIET_SECONDS)
+                    event = await bounded(anext(events), QUIET_SECONDS)
                 except (StopAsyncIteration, TimeoutError):
                     return
                 yield event

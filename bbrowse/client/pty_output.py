@@ -34,6 +34,7 @@ from bbrowse.client.errors import (
 )
 from bbrowse.client.net import PING_TIMEOUT
 from bbrowse.client.retry import STABLE_SECONDS, is_permanent, reconnect_delay
+from bbrowse.timeouts import bounded
 from bbrowse.wire import ProcessExitEvent, StdoutStreamEvent
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ class PtyOutput:
             await term.resize(rows, cols - 1 if cols > 2 else cols + 1)
             self._output_seen.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._output_seen.wait(), NUDGE_SECONDS)
+                await bounded(self._output_seen.wait(), NUDGE_SECONDS)
             rows, cols = self.size  # a resize meanwhile wins
             await term.resize(rows, cols)
 
@@ -300,7 +301,7 @@ class PtyOutput:
         output on its way arrive, then return (the read loop is then stopped)."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._check_now.wait(), STATUS_POLL_SECONDS)
+                await bounded(self._check_now.wait(), STATUS_POLL_SECONDS)
             self._check_now.clear()
             exited = await self._exit_status()
             if exited is _RUNNING:

@@ -29,6 +29,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from bbrowse import __version__
 from bbrowse.client.errors import ConnectionLost
 from bbrowse.client.net import websocket_options
+from bbrowse.timeouts import bounded
 
 if TYPE_CHECKING:
     from bbrowse.client.client import BrowserClient
@@ -257,7 +258,7 @@ class Screencast:
         self._replies[self._next_id + 1] = reply
         self._send(method, params, session=session)
         try:
-            return await asyncio.wait_for(reply, COMMAND_TIMEOUT_SECONDS)
+            return await bounded(reply, COMMAND_TIMEOUT_SECONDS)
         except TimeoutError:
             raise ScreencastUnavailable(f"CDP did not answer {method} in {COMMAND_TIMEOUT_SECONDS:.0f} s") from None
 

@@ -38,6 +38,7 @@ from bbrowse.client import (
 from bbrowse.commands.output import write_all
 from bbrowse.commands.runner import run
 from bbrowse.config import DEFAULT_SHELL
+from bbrowse.timeouts import bounded
 from bbrowse.wire import ProcessExitEvent, Signal, StdoutStreamEvent
 
 #: Exit status after `~.`, as ssh uses for a connection it closed.
@@ -231,7 +232,7 @@ class _Session:
 
     async def hang_up(self) -> None:
         with contextlib.suppress(ClientError, TimeoutError):
-            await asyncio.wait_for(self.client.processes.kill(self.session, self.process_id, "HUP"),
+            await bounded(self.client.processes.kill(self.session, self.process_id, "HUP"),
                                    HANGUP_TIMEOUT_SECONDS)
 
     async def stop_tasks(self) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import pydantic_core
 
+from bbrowse.timeouts import bounded
+
 log = logging.getLogger("bbrowse.cdp")
 
 #: Default bound on one command; screenshots of big pages take well under this.
@@ -229,7 +231,7 @@ class CDPHub:
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         pipe_id = self._send({"method": method, "params": params or {}}, _Pending(None, None, method, future))
         try:
-            reply = await asyncio.wait_for(future, timeout)
+            reply = await bounded(future, timeout)
         finally:
             self._pending.pop(pipe_id, None)
         if "error" in reply:
@@ -470,7 +472,7 @@ class CDPConnection:
         self._pending[msg_id] = (method, future)
         try:
             self._channel.send(message)
-            return await asyncio.wait_for(future, timeout)
+            return await bounded(future, timeout)
         finally:
             self._pending.pop(msg_id, None)
 

@@ -33,6 +33,7 @@ from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
 from bbrowse.service.supervisor import SupervisorLog
 from bbrowse.service.xvfb import SCREEN_MARGIN, Xvfb
+from bbrowse.timeouts import bounded
 
 log = logging.getLogger("bbrowse.browsers")
 
@@ -301,7 +302,7 @@ class ChromiumBrowser:
         if process is None:
             return "stopped"
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), 5.0)
+            await bounded(process.wait(), 5.0)
         return describe_exit(process.returncode) if process.returncode is not None else "closed its DevTools pipe"
 
     def _pipe_ended_soon(self, process: asyncio.subprocess.Process, hub: CDPHub) -> Callable[[], None]:
@@ -311,7 +312,7 @@ class ChromiumBrowser:
         def close_when_reaped() -> None:
             async def wait_then_close() -> None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(process.wait()), PIPE_END_GRACE_SECONDS)
+                    await bounded(asyncio.shield(process.wait()), PIPE_END_GRACE_SECONDS)
                 hub.close(f"Chromium {describe_exit(process.returncode)}" if process.returncode is not None
                           else "Chromium closed its DevTools pipe")
 
@@ -334,7 +335,7 @@ class ChromiumBrowser:
         process = self.process
         if process is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), 2.0)
+                await bounded(process.wait(), 2.0)
             if process.returncode is not None:
                 return f"Chromium {describe_exit(process.returncode)}"
             return "Chromium closed its DevTools pipe"
@@ -411,7 +412,7 @@ class ChromiumBrowser:
                 self.log.note(f"start_url {url!r} did not open: {result['errorText']}")
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(loaded.wait(), START_URL_LOAD_WAIT_SECONDS)
+                await bounded(loaded.wait(), START_URL_LOAD_WAIT_SECONDS)
         except TimeoutError:
             self.log.note(f"start_url {url!r} is still loading; not waiting for it")
         except CDPError as exc:

@@ -31,6 +31,7 @@ from bbrowse.service.computer_steps import (
     Wheel,
 )
 from bbrowse.service.errors import ServiceError
+from bbrowse.timeouts import bounded
 
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -185,13 +186,13 @@ class CDPInput:
     async def _grant_clipboard(self) -> None:
         if not self._granted:
             with contextlib.suppress(ServiceError, TimeoutError):
-                await asyncio.wait_for(self._browser("Browser.grantPermissions", {
+                await bounded(self._browser("Browser.grantPermissions", {
                     "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"],
                 }), CLIPBOARD_SECONDS)
                 self._granted = True
 
     async def _evaluate(self, expression: str) -> Any:
-        result = await asyncio.wait_for(self._page("Runtime.evaluate", {
+        result = await bounded(self._page("Runtime.evaluate", {
             "expression": expression, "awaitPromise": True, "returnByValue": True, "userGesture": True,
         }), CLIPBOARD_SECONDS)
         if "exceptionDetails" in result:

@@ -38,6 +38,7 @@ from bbrowse.service.computer_steps import (
 from bbrowse.service.errors import ServiceError
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sandbox import Sandbox
+from bbrowse.timeouts import bounded
 
 log = logging.getLogger("bbrowse.computer")
 
@@ -185,7 +186,7 @@ class X11Input:
         except OSError as exc:
             raise tool_failed(os.path.basename(argv[0]), str(exc)) from None
         try:
-            out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
+            out, err = await bounded(process.communicate(stdin), timeout)
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -295,7 +296,7 @@ class X11Input:
         owner.stdin.close()
         # It owns the selection once it says it waits for requests: only then can a paste see the text.
         try:
-            line = await asyncio.wait_for(owner.stdout.readline(), TOOL_TIMEOUT_SECONDS)
+            line = await bounded(owner.stdout.readline(), TOOL_TIMEOUT_SECONDS)
         except TimeoutError:
             line = b""
         if _XCLIP_READY not in line:

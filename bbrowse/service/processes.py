@@ -32,6 +32,7 @@ from bbrowse.service.process_launch import Child, launch, set_winsize
 from bbrowse.service.process_output import MAX_LAG_BYTES, STDERR, STDOUT, OutputLog
 from bbrowse.service.sandbox import sandbox_of
 from bbrowse.service.sessions import Session
+from bbrowse.timeouts import bounded
 from bbrowse.wire import ExecRequest, ExecResult, ProcessStatus, SpawnRequest, encode_b64
 
 log = logging.getLogger("bbrowse.processes")
@@ -462,7 +463,7 @@ class ManagedProcess:
 
     async def _wait_finished(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.finished.wait(), timeout)
+            await bounded(self.finished.wait(), timeout)
         return self.finished.is_set()
 
     # status --------------------------------------------------------------------

@@ -34,6 +34,7 @@ from bbrowse.service.errors import ServiceError, browser_unavailable, conflict, 
 from bbrowse.service.lifetime import watch_child
 from bbrowse.service.sessions import Session, utcnow
 from bbrowse.service.supervisor import SupervisorLog
+from bbrowse.timeouts import bounded
 from bbrowse.wire import ReplayStartRequest
 
 log = logging.getLogger("bbrowse.recorder")
@@ -191,7 +192,7 @@ class Recording:
                 await stdin.drain()
                 next_at = start + self.record.frames / fps
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), max(0.0, next_at - loop.time()))
+                    await bounded(self._stopping.wait(), max(0.0, next_at - loop.time()))
         except (BrokenPipeError, ConnectionResetError):
             self.log.note(f"replay {self.record.replay_id}: ffmpeg stopped reading its input")
             self._spawn(self.stop("ffmpeg stopped reading"))
@@ -234,7 +235,7 @@ class Recording:
                 with contextlib.suppress(OSError):
                     self.process.stdin.close()
             try:
-                code = await asyncio.wait_for(self.process.wait(), FINALISE_TIMEOUT_SECONDS)
+                code = await bounded(self.process.wait(), FINALISE_TIMEOUT_SECONDS)
             except TimeoutError:
                 self.process.kill()
                 await self.process.wait()
@@ -368,7 +369,7 @@ class ReplayManager:
         if recording is not None and recording.record is record:
             await recording.stop(reason)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(record.finalised.wait(), wait)
+            await bounded(record.finalised.wait(), wait)
         return record
 
     async def on_delete(self, session: Session) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from bbrowse.humanize import human_bytes
 from bbrowse.limits import RetentionLimits, format_duration, tree_size
 from bbrowse.service.sessions import RECORD_FILE, SessionManager, UnknownRecordVersionError, load_record
+from bbrowse.timeouts import bounded
 
 log = logging.getLogger("bbrowse.retention")
 
@@ -171,7 +172,7 @@ class Retention:
     async def _every_interval(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), interval_for(self.limits))
+                await bounded(self._wake.wait(), interval_for(self.limits))
             self._wake.clear()
             try:
                 await self.run()

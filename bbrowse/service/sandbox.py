@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from bbrowse.service.errors import ServiceError, bad_request
 from bbrowse.service.lifetime import watch_child
+from bbrowse.timeouts import bounded
 
 log = logging.getLogger("bbrowse.sandbox")
 
@@ -206,7 +207,7 @@ class Sandbox:
             os.close(info_w)
         watch_child(self.process.pid)
         try:
-            info = await asyncio.wait_for(asyncio.to_thread(_read_json, info_r), START_TIMEOUT_SECONDS)
+            info = await bounded(asyncio.to_thread(_read_json, info_r), START_TIMEOUT_SECONDS)
         except TimeoutError:
             info = {}
         finally:
@@ -217,7 +218,7 @@ class Sandbox:
             why = b""
             if self.process.stderr is not None:
                 with contextlib.suppress(TimeoutError):
-                    why = await asyncio.wait_for(self.process.stderr.read(2000), 2.0)
+                    why = await bounded(self.process.stderr.read(2000), 2.0)
             await self.stop()
             raise ServiceError(500, "internal_error",
                                f"the session's sandbox did not start: {why.decode(errors='replace').strip()}")

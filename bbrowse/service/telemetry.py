@@ -24,6 +24,7 @@ import pydantic_core
 
 from bbrowse.service.errors import bad_request
 from bbrowse.service.sessions import Session, SessionManager
+from bbrowse.timeouts import bounded
 from bbrowse.wire import BrowserCreateRequest
 from bbrowse.wire.telemetry import (
     MASK,
@@ -249,7 +250,7 @@ class TelemetryLog:
         if self._waiter is None or self._waiter.done():
             self._waiter = asyncio.get_running_loop().create_future()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._waiter), timeout)
+            await bounded(asyncio.shield(self._waiter), timeout)
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None

@@ -10,6 +10,7 @@ from bbrowse.service.child_process import append_fd, kill_group
 from bbrowse.service.errors import browser_unavailable
 from bbrowse.service.lifetime import die_with_service
 from bbrowse.service.sandbox import Sandbox
+from bbrowse.timeouts import bounded
 
 #: Extra screen room under Xvfb, so a window whose viewport is the requested size fits on it.
 SCREEN_MARGIN = 256
@@ -46,7 +47,7 @@ class Xvfb:
             os.close(out)
             os.close(write_fd)
         try:
-            number = await asyncio.wait_for(asyncio.to_thread(_read_line, read_fd), START_TIMEOUT_SECONDS)
+            number = await bounded(asyncio.to_thread(_read_line, read_fd), START_TIMEOUT_SECONDS)
         except TimeoutError:
             number = ""
         finally:

@@ -15,7 +15,6 @@ at once) and asks first when that would end sessions, saying how many.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import itertools
@@ -61,6 +60,7 @@ from bbrowse.launcher import EmbeddedService
 from bbrowse.paths import config_file, user_themes_dir
 from bbrowse.startup import resume_collection
 from bbrowse.target import Target, resolve_soon, target_for
+from bbrowse.timeouts import bounded
 from bbrowse.tui import warm_up
 from bbrowse.tui.app_services import describe_error
 from bbrowse.tui.loaded import loaded_class
@@ -702,7 +702,7 @@ class BbrowseApp(App):
         total = 0
         for service in services:
             try:
-                total += await asyncio.wait_for(count(service), self.COUNT_SESSIONS_SECONDS)
+                total += await bounded(count(service), self.COUNT_SESSIONS_SECONDS)
             except (ClientError, TimeoutError, OSError):
                 continue
         return total

@@ -30,6 +30,7 @@ from bbrowse.service.sse import sse_response
 from bbrowse.service.state import active_session, service_state
 from bbrowse.service.vm_endpoint import vm_served
 from bbrowse.service.websocket_routes import deny_upgrade, until_one_ends
+from bbrowse.timeouts import bounded
 from bbrowse.wire import (
     AttachError,
     AttachExit,
@@ -161,7 +162,7 @@ async def attach(websocket: WebSocket, id_or_name: str, process_id: str) -> None
             # A client that just closed its attach and opens a new one (a reconnect) can be faster than
             # the old handler, which learns of the close a moment after the client: give it that moment.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.detached.wait(), ATTACH_HANDOVER_SECONDS)
+                await bounded(proc.detached.wait(), ATTACH_HANDOVER_SECONDS)
         if proc.attached:
             raise conflict(f"process {process_id} already has an active attach session; only one at a time")
     except ServiceError as exc:

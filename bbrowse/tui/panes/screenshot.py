@@ -26,6 +26,7 @@ from textual.widgets import Input, Static
 
 from bbrowse.client import ClientError, NotFound, ServiceError, SessionGone
 from bbrowse.client.screencast import Screencast
+from bbrowse.timeouts import bounded
 from bbrowse.transfer import save_bytes
 from bbrowse.tui.app_services import describe_error, services, settings_of
 from bbrowse.tui.dialogs.save import SaveScreen
@@ -335,7 +336,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
         """Post `frame` and wait until it is on the screen (bounded: a closing app never draws it)."""
         self.post_message(frame)
         try:
-            await asyncio.wait_for(frame.drawn.wait(), DRAWN_TIMEOUT_SECONDS)
+            await bounded(frame.drawn.wait(), DRAWN_TIMEOUT_SECONDS)
         except TimeoutError:
             pass  # the app is suspended or closing: carry on, the loop looks again
 
@@ -421,7 +422,7 @@ class ScreenshotPane(SessionPane, can_focus=True):
                 if mouse_due and (mouse is None or mouse.done()) and now - mouse_asked >= MOUSE_EVERY_SECONDS:
                     mouse, mouse_due, mouse_asked = asyncio.ensure_future(self._post_mouse()), False, now
                 try:
-                    frame = await asyncio.wait_for(cast.next_frame(), SCREENCAST_IDLE_SECONDS)
+                    frame = await bounded(cast.next_frame(), SCREENCAST_IDLE_SECONDS)
                 except TimeoutError:
                     continue
                 if frame is None:

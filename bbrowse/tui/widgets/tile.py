@@ -32,6 +32,7 @@ from bbrowse.client import BrowserClient, ClientError, SessionGone
 from bbrowse.client.screencast import ScreencastUnavailable
 from bbrowse.client.threaded_screencast import ThreadedScreencast
 from bbrowse.humanize import duration
+from bbrowse.timeouts import bounded
 from bbrowse.tui.widgets.halfcell import HalfcellCanvas
 from bbrowse.wire import Browser
 
@@ -285,7 +286,7 @@ class FirstPictures:
         if page.is_set():
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(page.wait(), max(0.0, until - time.monotonic()))
+            await bounded(page.wait(), max(0.0, until - time.monotonic()))
         page.set()
 
 
@@ -434,7 +435,7 @@ class SessionTile(Widget):
         state = self.state
         first = self._first_pictures.wait() if self._first_pictures is not None else self._first_frame.wait()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(first, REPLAYS_FIRST_WAIT)
+            await bounded(first, REPLAYS_FIRST_WAIT)
         while True:
             with contextlib.suppress(ClientError):
                 replays = await client.replays.list(session_id)
