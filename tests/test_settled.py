@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from bbrowse.tui.settled import until_settled
+from bbrowse.tui.textual_private import until_settled
 
 
 class Form(Vertical, can_focus=True):

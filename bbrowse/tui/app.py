@@ -77,12 +77,12 @@ from bbrowse.tui.screens.base import BbrowseScreen
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.quit import QuitChoice, QuitScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
-from bbrowse.tui.settled import until_settled
 from bbrowse.tui.textual_private import (
     QuickExitDriver,
     driver_of,
     set_escape_delay,
     set_screen_update_period,
+    until_settled,
     version_problem,
 )
 from bbrowse.tui.themes import choose_theme, load_themes, shipped_themes_dir

@@ -10,6 +10,8 @@ use. Moving to a new Textual: bump the pin, read each name below against the new
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import selectors
 import signal
@@ -18,18 +20,18 @@ from codecs import getincrementaldecoder
 from typing import TYPE_CHECKING
 
 import textual._wait
+import textual.app
 import textual.constants
 import textual.screen
 from textual import constants
 from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual._parser import ParseError
+from textual._queue import Queue
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 from textual.keys import _character_to_key, _get_unicode_name_from_key
 from textual.widgets._footer import FooterKey, FooterLabel
-
-from bbrowse.tui.settled import until_settled
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.dom import DOMNode
     from textual.driver import Driver
+    from textual.message_pump import MessagePump
     from textual.notifications import Notification
     from textual.screen import Screen
 
@@ -62,6 +65,7 @@ __all__ = [
     "set_escape_delay",
     "set_screen_update_period",
     "unicode_name_from_key",
+    "until_settled",
     "version_problem",
 ]
 
@@ -96,11 +100,63 @@ def screen_lines(screen: Screen) -> list[str]:
     return ["".join(segment.text for segment in strip) for strip in screen._compositor.render_strips()]
 
 
+#: How long `until_settled` waits at most: a handler may await the service, and a node that closes while
+#: waited for never finishes its queue.
+SETTLE_SECONDS = 5.0
+
+
+async def until_settled(app: App) -> None:
+    """Until the app and every node of its screen have handled every message sent to them, including those
+    posted while handling the ones before: a key, the binding it runs as it bubbles up, the focus that binding
+    moves. Told from each node's queue (a node waiting for its next message has handled the last one), where
+    Textual's `wait_for_idle` guesses from the process's CPU time, which a process starved of CPU passes
+    before anything was handled. Bounded by `SETTLE_SECONDS`."""
+    quiet = 0
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(SETTLE_SECONDS):
+            while quiet < 2:  # twice: what runs right after a message (idle callbacks) may post another
+                busy = [node for node in _nodes(app) if not _waiting_for_messages(node)]
+                quiet = 0 if busy else quiet + 1
+                if busy:
+                    await _handled_so_far(busy)
+                else:
+                    await asyncio.sleep(0)
+
+
+def _waiting_for_messages(node: MessagePump) -> bool:
+    """Nothing queued, and the node's loop waits for the next message (not inside a handler)."""
+    queue: Queue[object] = node._message_queue
+    return not queue.values and bool(queue.ready_event._waiters)
+
+
+async def _handled_so_far(nodes: list[MessagePump]) -> None:
+    """Until each of `nodes` has handled what it had queued (a callback queued behind it has run)."""
+    waiting = 0
+    all_handled = asyncio.Event()
+
+    def handled() -> None:
+        nonlocal waiting
+        waiting -= 1
+        if waiting == 0:
+            all_handled.set()
+
+    for node in nodes:
+        if node.call_later(handled):  # False for a node closed meanwhile
+            waiting += 1
+    if waiting:
+        await all_handled.wait()
+
+
+def _nodes(app: App) -> list[MessagePump]:
+    try:
+        screen = app.screen
+    except textual.app.ScreenStackError:  # starting or closing: no screen
+        return [app]
+    return [app, *screen.walk_children(with_self=True)]
+
+
 def pilots_wait_until_settled() -> None:
-    """Tests: Pilot's waits (between keys, in `pause()`) first wait until the app has handled every message it
-    was sent (`until_settled`), then as before. Textual's wait alone is a guess from the process's CPU time,
-    which a process starved of CPU passes before the app has handled a key."""
-    import textual.app
+    """Tests: Pilot's waits (between keys, in `pause()`) first wait `until_settled`, then as before."""
     import textual.pilot
     from textual._context import active_app
 
