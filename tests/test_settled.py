@@ -52,4 +52,3 @@ async def type_after_g(wait) -> str:
 
 async def test_keys_after_a_slow_binding_reach_the_field_it_opened() -> None:
     assert await type_after_g(until_settled) == "/typed"
-
