@@ -68,6 +68,13 @@ async def type_text(pilot, text: str, then: str | None = None) -> None:
         await pilot.press(then)
 
 
+def hold_off_session_watch(monkeypatch) -> None:
+    """The app's watch of the session shown asks nothing: for tests where a pane must be the first to learn that
+    the session is gone. (A longer period is not enough: the watch also looks at once when a session screen
+    comes into view, at its next tick, which can fall after the test's delete.)"""
+    monkeypatch.setattr(BbrowseApp, "_check_shown_session", lambda app: app._session_watch.done())
+
+
 async def wait_for_notification(pilot, text: str, timeout: float = 15.0) -> str:
     """Until a notification shown by the app contains `text`; that notification's message. (`notify` posts a
     message to the app, so a notification appears a moment after the code that raised it has run.)"""

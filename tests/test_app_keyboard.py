@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import make_app, type_text, wait_for
+from app_support import hold_off_session_watch, make_app, type_text, wait_for
 from conftest import session_area
 from textual.widgets import DataTable, Tree
 
@@ -211,8 +211,7 @@ async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_re
     """The shell pane learns of the delete first here. The app's own watch of the session shown (every 5 to
     30 s: notice, back to the table; test_app_newcomer_screens) is held off, as it would take the screen
     away before the pane could say anything."""
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 3600.0)
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
+    hold_off_session_watch(monkeypatch)
     browser = Browser.model_validate((await http.post("/browsers", json={"timeout_seconds": 600})).json())
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:

@@ -10,7 +10,7 @@ import threading
 import time
 
 import httpx
-from app_support import wait_for
+from app_support import hold_off_session_watch, wait_for
 from cli_support import BBROWSE, PtyProcess, bb, cli_env
 from conftest import session_area
 from netem import TLS_HOST
@@ -310,8 +310,7 @@ async def test_a_session_deleted_while_the_link_is_down_is_said_by_its_shell_onc
     """The shell learns of the delete by reattaching (410) rather than from its exit: the pane says so, as when
     the delete is seen at once (test_app_keyboard), and the screen stays (the app's own watch of the session
     shown, which would close it, is held off as there)."""
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 3600.0)
-    monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_LONGEST", 3600.0)
+    hold_off_session_watch(monkeypatch)
     link = bad_link(compat_service)
     browser = Browser.model_validate((await compat_http.post("/browsers", json={"timeout_seconds": 600})).json())
     app = _app_through(link, compat_service.token)
