@@ -204,11 +204,11 @@ class Screencast:
     async def next_frame(self) -> Frame | None:
         """Wait for the newest frame; None once stopped. Raises ScreencastUnavailable when the connection ended."""
         while True:
+            if self._stopped:  # a frame received before the stop is not drawn after it
+                return None
             frame = self.take()
             if frame is not None:
                 return frame
-            if self._stopped:
-                return None
             if self._ended is not None:
                 raise self._ended
             await self._arrived.wait()

@@ -115,6 +115,8 @@ async def until_settled(app: App) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(SETTLE_SECONDS):
             while quiet < 2:  # twice: what runs right after a message (idle callbacks) may post another
+                if not app.is_running:
+                    return
                 busy = [node for node in _nodes(app) if not _waiting_for_messages(node)]
                 quiet = 0 if busy else quiet + 1
                 if busy:
@@ -124,7 +126,10 @@ async def until_settled(app: App) -> None:
 
 
 def _waiting_for_messages(node: MessagePump) -> bool:
-    """Nothing queued, and the node's loop waits for the next message (not inside a handler)."""
+    """Nothing queued, and the node's loop waits for the next message (not inside a handler); or the node is
+    closing, and handles nothing more."""
+    if node._closing or node._closed:
+        return True
     queue: Queue[object] = node._message_queue
     return not queue.values and bool(queue.ready_event._waiters)
 
@@ -145,6 +150,8 @@ async def _handled_so_far(nodes: list[MessagePump]) -> None:
             waiting += 1
     if waiting:
         await all_handled.wait()
+    else:  # every one closed meanwhile: the event loop runs before the next look
+        await asyncio.sleep(0)
 
 
 def _nodes(app: App) -> list[MessagePump]:
