@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bbrowse.tui.textual_private import pilots_wait_until_settled
+from bbrowse.tui.textual_private import pilots_wait_until_settled, starve_idle_guess
 
 # The suite runs with a home of its own, made afresh: nothing a test saves lands in the real one, and no
 # dotfile of whoever runs it (a shell prompt, a bbrowse config, a downloads folder) changes what a test sees.
@@ -43,6 +43,17 @@ for _name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_H
 os.environ["LANG"] = "C.UTF-8"
 # Pilot's waits count what the app has still to handle, instead of guessing from the CPU time (docs/decisions.md).
 pilots_wait_until_settled()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--starved-cpu", action="store_true",
+                     help="Textual's idle guess sees no CPU used, as in a process starved of CPU (run on purpose: a "
+                          "Pilot test that passes only when the machine is idle fails)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--starved-cpu"):
+        starve_idle_guess()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -64,6 +64,7 @@ __all__ = [
     "screen_lines",
     "set_escape_delay",
     "set_screen_update_period",
+    "starve_idle_guess",
     "unicode_name_from_key",
     "until_settled",
     "version_problem",
@@ -177,6 +178,12 @@ def pilots_wait_until_settled() -> None:
 
     textual.app.wait_for_idle = settled_then_idle
     textual.pilot.wait_for_idle = settled_then_idle
+
+
+def starve_idle_guess() -> None:
+    """Tests, on purpose (`pytest --starved-cpu`): Textual's idle guess sees no CPU used, as in a process starved
+    of CPU, so it ends after its first 20 ms sleep."""
+    textual._wait.process_time = lambda: 0.0
 
 
 def forget_closed_watchers(obj: DOMNode) -> None:
