@@ -31,6 +31,7 @@ from textual.widgets import Footer, Tabs
 from bbrowse.client import BrowserClient
 from bbrowse.client.screencast import Screencast
 from bbrowse.client.threaded_screencast import ThreadedScreencast
+from bbrowse.timeouts import bounded
 from bbrowse.tui.app import BbrowseApp
 from bbrowse.tui.panes.screenshot import ScreenshotPane
 from bbrowse.tui.remote_input import PressKey, TypeText, translate_key
@@ -301,7 +302,7 @@ async def test_pushed_frames_are_drawn_dropped_for_a_slow_reader_and_stop_on_a_s
         async with Screencast(client, browser["session_id"], max_width=160, max_height=100) as cast:
             taken = []
             while len(taken) < 4 or (cast.dropped == 0 and len(taken) < 40):
-                frame = await asyncio.wait_for(cast.next_frame(), 20)
+                frame = await bounded(cast.next_frame(), 20)  # no turn of the loop between the take and the check
                 assert frame is not None and frame.number == cast.received  # the newest, never an older one
                 taken.append(frame)
                 await asyncio.sleep(0.25)
@@ -313,7 +314,7 @@ async def test_pushed_frames_are_drawn_dropped_for_a_slow_reader_and_stop_on_a_s
             # a new size (the pane resized) with frames still unacknowledged: frames keep coming, at that size
             await cast.resize(80, 50)
             for _ in range(3):
-                frame = await asyncio.wait_for(cast.next_frame(), 20)
+                frame = await bounded(cast.next_frame(), 20)
             assert PILImage.open(io.BytesIO(frame.jpeg)).width <= 80
 
         app = make_app(service)
@@ -405,13 +406,13 @@ async def test_a_threaded_screencast_connects_and_receives_while_the_callers_loo
             time.sleep(0.01)  # noqa: ASYNC251 (...and this loop is held meanwhile, as by a long layout)
         assert cast.received > 0, "no frame arrived while the caller's loop was held"
         await starting
-        taken = [await asyncio.wait_for(cast.next_frame(), 20) for _ in range(4)]
+        taken = [await bounded(cast.next_frame(), 20) for _ in range(4)]
         assert all(frame is not None and PILImage.open(io.BytesIO(frame.jpeg)).width <= 160 for frame in taken)
         assert cast.taken == 4 and cast.received <= cast.taken * 4 + 4, (cast.received, cast.taken)
         waiting = asyncio.ensure_future(cast.next_frame())
         await asyncio.sleep(0)
         waiting.cancel()  # a tile stopped while waiting: the screencast is not broken by it
-        assert await asyncio.wait_for(cast.next_frame(), 20) is not None
+        assert await bounded(cast.next_frame(), 20) is not None
         await cast.stop()
         assert not cast.running and await cast.next_frame() is None
 
