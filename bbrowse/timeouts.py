@@ -1,9 +1,9 @@
 """Awaiting with a time limit, without losing a cancellation.
 
 Python 3.11's `asyncio.wait_for` returns an answer that completes together with a cancellation of the caller and
-drops the cancellation: a loop awaiting frames, lines or replies with it (the live view, a log follower) went on
-after its worker was cancelled. `asyncio.timeout` lets the cancellation through; `bounded` is `wait_for`'s shape
-on it. bbrowse does not call `asyncio.wait_for` (tests/test_timeouts.py checks).
+drops the cancellation, so a loop awaiting frames, lines or replies with it can outlive its cancelled worker.
+`asyncio.timeout` lets the cancellation through; `bounded` is `wait_for`'s shape on it. bbrowse does not call
+`asyncio.wait_for` (tests/test_timeouts.py checks).
 """
 
 from __future__ import annotations

@@ -306,9 +306,7 @@ class _Follower:
             if not self.live:
                 wait = min(wait, LIVE_GRACE_SECONDS)
             try:
-                # asyncio.timeout, not wait_for, here and below: see `Transport.probe`
-                async with asyncio.timeout(max(wait, 0.001)):
-                    item = await queue.get()
+                item = await bounded(queue.get(), max(wait, 0.001))
             except TimeoutError:
                 if not self.live:
                     self._say_live()
@@ -358,8 +356,7 @@ class _Follower:
         deadline = time.monotonic() + FIRST_LINE_WAIT_SECONDS
         while first is None and ended is _OPENED:
             try:
-                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                    item = await queue.get()
+                item = await bounded(queue.get(), max(deadline - time.monotonic(), 0.001))
             except TimeoutError:
                 break
             if item is None or isinstance(item, BaseException):
@@ -381,8 +378,7 @@ class _Follower:
             elif not _overlap_possible(lines, messages):
                 break
             try:
-                async with asyncio.timeout(max(overlap_deadline - time.monotonic(), 0.001)):
-                    item = await queue.get()
+                item = await bounded(queue.get(), max(overlap_deadline - time.monotonic(), 0.001))
             except TimeoutError:
                 break
             if item is None or isinstance(item, BaseException):

@@ -23,6 +23,7 @@ from bbrowse.client.errors import ClientError, ConnectionLost, RequestTimeout, S
 from bbrowse.client.pool import narrow_http_client, shared_http_client
 from bbrowse.client.retry import RETRYABLE_STATUSES, parse_retry_after
 from bbrowse.client.routing import Route, RouteCache, subresources_from_env
+from bbrowse.timeouts import bounded
 
 #: Error bodies are read up to this size; anything longer is not a contract error body anyway.
 MAX_ERROR_BODY = 64 * 1024
@@ -227,10 +228,7 @@ class Transport:
         retry. A stream that has been quiet proves nothing (Kernel's SSE has no heartbeat); this does."""
         request = self._build("GET", path, self.routes.for_path(path), params=params, timeout=httpx.Timeout(timeout))
         try:
-            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns an answer that arrives together with
-            # a cancellation and drops the cancellation; a ctrl-c during a probe must end the caller
-            async with asyncio.timeout(timeout + 1.0):
-                response = await self.http.send(request)
+            response = await bounded(self.http.send(request), timeout + 1.0)  # a ctrl-c during it ends the caller
         except (httpx.TransportError, TimeoutError):
             return False
         return response.status_code < 600
