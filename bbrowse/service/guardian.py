@@ -67,6 +67,21 @@ def start_time(pid: int) -> int | None:
         return None
 
 
+def ticks_now() -> int:
+    """Now, in the clock ticks since boot that /proc's start times count."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def oldest_members() -> dict[int, int]:
+    """session id -> when its oldest process started, for every session this user can see."""
+    oldest: dict[int, int] = {}
+    for _pid, _comm, fields in process_table():
+        with contextlib.suppress(IndexError, ValueError):
+            sid, started = int(fields[3]), int(fields[19])
+            oldest[sid] = min(started, oldest.get(sid, started))
+    return oldest
+
+
 class Guardian:
     def __init__(self, service_pid: int, log_path: str | None = None) -> None:
         self.service_pid = service_pid
@@ -76,6 +91,8 @@ class Guardian:
         self.sessions: dict[int, int | None] = {}
         #: When each session's leader started (None: gone before it was registered).
         self.started: dict[int, int | None] = {}
+        #: When each session's leader was seen gone (ticks since boot, as `start_time`).
+        self.gone_at: dict[int, int] = {}
         self.by_pidfd: dict[int, int] = {}
         self.poller = select.epoll()
         self.leaders_gone = False
@@ -88,6 +105,7 @@ class Guardian:
             pidfd = os.pidfd_open(pid)
         except OSError:  # already gone (and reaped), or out of descriptors: prune decides by /proc
             self.sessions[pid] = None
+            self.gone_at[pid] = ticks_now()
             self.leaders_gone = True
             return
         self.sessions[pid] = pidfd
@@ -101,33 +119,45 @@ class Guardian:
         os.close(pidfd)
         if pid is not None:
             self.sessions[pid] = None
+            self.gone_at[pid] = ticks_now()
             self.leaders_gone = True
 
     def prune(self) -> None:
         """Forget sessions whose leader exited and in which no process is left."""
         if not self.leaders_gone:
             return
-        in_use = set(session_ids().values())
+        oldest = oldest_members()
         for sid, pidfd in list(self.sessions.items()):
-            if pidfd is None and (sid not in in_use or self.reused(sid)):
-                del self.sessions[sid]
-                self.started.pop(sid, None)
+            if pidfd is None and (sid not in oldest or self.reused(sid, oldest.get(sid))):
+                self.forget(sid)
         self.leaders_gone = False
 
-    def reused(self, sid: int) -> bool:
-        """The id of this session now belongs to another one: a process has it as its pid, and it is not the
-        leader we were told of (that one exited, its session emptied, and the id was handed out again, e.g.
-        to a shell or a service of someone else that made a session of its own). A session keeps its id
-        from being handed out while any process is in it, so its own members are never taken for strangers."""
+    def forget(self, sid: int) -> None:
+        del self.sessions[sid]
+        self.started.pop(sid, None)
+        self.gone_at.pop(sid, None)
+
+    def reused(self, sid: int, oldest: int | None = None) -> bool:
+        """The id of this session now belongs to another one (the session emptied and its id was handed out
+        again, e.g. to a shell of someone else that made a session of its own): a process has it as its pid
+        and is not the leader we were told of, or, the leader gone, every process in it (`oldest`: when the
+        oldest started) started after we saw the leader gone. An id is not handed out again while a process
+        is in its session, so a process of ours that was in it then keeps it ours."""
         now = start_time(sid)
-        return now is not None and now != self.started.get(sid)
+        if now is not None:
+            return now != self.started.get(sid)
+        gone = self.gone_at.get(sid)
+        return gone is not None and oldest is not None and oldest > gone
 
     def end_all(self) -> tuple[int, int]:
         """SIGKILL every process of every session still ours; (processes killed, sessions they were in)."""
+        for fd, _ in self.poller.poll(0):  # leaders that exited since the last look
+            self.leader_exited(fd)
+        oldest = oldest_members()
+        for sid in [sid for sid in self.sessions if self.reused(sid, oldest.get(sid))]:
+            self.forget(sid)
         killed: set[int] = set()
         hit: set[int] = set()
-        for sid in [sid for sid in self.sessions if self.reused(sid)]:
-            del self.sessions[sid]
         for _ in range(KILL_ROUNDS):
             members = {pid: sid for pid, sid in session_ids().items() if sid in self.sessions}
             members.pop(os.getpid(), None)
