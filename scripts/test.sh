@@ -17,13 +17,13 @@ mypy_check=$!
 install_log=$(mktemp)
 nice -n 10 .venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
 install_check=$!
-# One worker more than the cores, a test file each at a time: the tests wait on browsers, PTYs, timeouts and
-# the network for a third of their time, which two workers on two cores left idle (each worker starts its own
-# services; files keep their fixtures). At most four: each worker's services and Chromiums take memory.
+# Three workers a core, a test file each at a time: the tests wait on browsers, PTYs, timeouts and the network
+# for much of their time, which fewer workers leave idle (each worker starts its own services; files keep their
+# fixtures). At most eight: each worker's services and Chromiums take memory (six took ~1.5 GB in all).
 # Files are handed out in collection order, the slowest first (tests/conftest.py SLOW_FILES), not by
 # their number of tests: a long file started last would run alone at the end.
-workers=$(( $(getconf _NPROCESSORS_ONLN) + 1 ))
-[ "$workers" -le 4 ] || workers=4
+workers=$(( $(getconf _NPROCESSORS_ONLN) * 3 ))
+[ "$workers" -le 8 ] || workers=8
 status=0
 .venv/bin/python -m pytest -p no:cacheprovider -n "${BBROWSE_TEST_WORKERS:-$workers}" --dist loadfile --no-loadscope-reorder \
   "$@" || status=$?
