@@ -43,10 +43,11 @@ fi
 #   uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 --no-header --no-annotate \
 #     -o requirements-dev.lock
 # The lock is complete (`pip check` proves it), so nothing is resolved. uv (the lock's own version) installs it
-# and bbrowse, several times faster than pip (docs/decisions.md); pip does it when uv cannot.
+# and bbrowse, several times faster than pip (docs/decisions.md); pip does it when uv cannot. uv compiles the
+# bytecode as pip does (it does not by default): else the suite's first processes compile the same modules at once.
 uv=$(grep -E '^uv==' requirements-dev.lock | cut -d' ' -f1)
 if ! { .venv/bin/python -m pip install -q "$uv" \
-       && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -r requirements-dev.lock \
+       && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python --no-deps -r requirements-dev.lock \
        && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .; }; then
   echo "setup: uv could not install the lock; pip installs it" >&2
   .venv/bin/python -m pip install -q --no-deps -r requirements-dev.lock

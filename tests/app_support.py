@@ -25,6 +25,12 @@ def make_app(service, **options) -> BbrowseApp:
     return BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"), **options)
 
 
+def screen_shown(app, screen_type: type[Screen]) -> bool:
+    """The app's current screen is a `screen_type` with its widgets composed and mounted (a pushed screen is the
+    current one before its widgets exist)."""
+    return isinstance(app.screen, screen_type) and app.screen.is_mounted
+
+
 async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 15.0, what: str = "condition") -> None:
     """Let the app run until `predicate()` holds (bounded), instead of sleeping a fixed time.
 
@@ -118,7 +124,7 @@ async def accept_save_dialog(pilot, app, *, path: str | None = None) -> None:
     """Wait for the save dialog; optionally type another path; press enter."""
     from bbrowse.tui.dialogs.save import SaveScreen
 
-    await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), what="save dialog")
+    await wait_for(pilot, lambda: screen_shown(app, SaveScreen), what="save dialog")
     if path is not None:
         field = app.screen.query_one("#save-path")
         field.value = path

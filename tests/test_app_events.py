@@ -10,7 +10,7 @@ import shutil
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, screen_shown, wait_for
 from textual.widgets import DataTable
 
 from bbrowse.client.telemetry import summary
@@ -118,7 +118,7 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
         await http.delete(f"/browsers/{browser.session_id}")
         app = make_app(service)
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded,
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded,
                            what="the sessions table")
             table = app.screen.query_one(DataTable)
             assert browser.session_id not in table.rows  # active sessions only
@@ -127,7 +127,7 @@ async def test_the_events_tab_shows_filters_details_and_copies(service, http: ht
             table.move_cursor(row=table.get_row_index(browser.session_id))
             assert "deleted" in str(table.get_cell(browser.session_id, "state"))
             await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen), what="its session screen")
+            await wait_for(pilot, lambda: screen_shown(app, SessionScreen), what="its session screen")
             screen = app.screen
             await wait_for(pilot, lambda: screen.tabbed.active == "replays" and screen.query("ReplaysPane"),
                            what="read-only: on its replays")

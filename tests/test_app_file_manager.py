@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
+from app_support import PaneScreen, accept_save_dialog, make_app, screen_shown, type_text, use_downloads_dir, wait_for
 from conftest import ServiceHandle, session_area
 from textual.worker import WorkerCancelled, WorkerState
 
@@ -71,7 +71,7 @@ def area(service: ServiceHandle, session_id: str) -> Path:
 
 
 async def open_at(pilot, app: BbrowseApp, session_id: str, directory: Path) -> FilesPane:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     pane = FilesPane(session_id)
     await app.push_screen(PaneScreen(pane, "Files", "files"))
     await wait_for(pilot, lambda: pane.working_directory is not None or pane.file_tree.root_path != "/")
@@ -153,7 +153,7 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
         pane.file_tree.move_cursor(pane.file_tree.root)
         await pilot.press("u")
         await answer(pilot, pane, str(site))
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen))
         assert f"{remote / 'site'} exists" in str(app.screen.query_one(".dialog-question").render())
         await pilot.press("y")
         await wait_for(pilot, lambda: (remote / "site" / "index.html").read_text() == "<h1>v2</h1>", timeout=60)
@@ -194,7 +194,7 @@ async def test_new_directory_rename_move_mode_and_delete(service, session_id, ar
         await highlight(pilot, pane, remote / "renamed.txt")
         await pilot.press("R")
         await answer(pilot, pane, "b.txt")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen))
         assert "b.txt already exists" in str(app.screen.query_one(".dialog-question").render())
         await pilot.press("y")
         await wait_for(pilot, lambda: not (remote / "renamed.txt").exists())
@@ -221,14 +221,14 @@ async def test_new_directory_rename_move_mode_and_delete(service, session_id, ar
         # delete asks first and says what: n keeps it, y deletes
         await highlight(pilot, pane, remote / "made")
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen))
         question = str(app.screen.query_one(".dialog-question").render())
         assert f"Delete the directory {remote / 'made'}" in question and "2 entries" in question
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
         assert (remote / "made").is_dir()
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen))
         await pilot.press("y")
         await wait_for(pilot, lambda: not (remote / "made").exists())
         await wait_for(pilot, lambda: "made/" not in labels(pane))

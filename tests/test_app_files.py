@@ -18,6 +18,7 @@ from app_support import (
     PaneScreen,
     accept_save_dialog,
     make_app,
+    screen_shown,
     type_text,
     use_downloads_dir,
     wait_for,
@@ -72,7 +73,7 @@ def area(service: ServiceHandle, session_id: str) -> Path:
 
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     pane = FilesPane(session_id)
     await app.push_screen(PaneScreen(pane, "Files", "files"))
     await wait_for(pilot, lambda: pane.file_tree.root_path != "/" or pane.working_directory is not None)
@@ -202,7 +203,7 @@ async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
         # the file gone to is the highlighted one, what `s` saves
         await wait_for(pilot, lambda: getattr(pane.selected_entry(), "path", None) == str(source))
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SaveScreen))
         assert app.screen.query_one("#save-path").value == str(out / "data (1).bin")
         await accept_save_dialog(pilot, app)
         await wait_for(pilot, lambda: pane.last_saved is not None, timeout=30)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
-from app_support import make_app, type_text, wait_for
+from app_support import make_app, screen_shown, type_text, wait_for
 
 from bbrowse.tui.screens.create_session import CreateSessionScreen
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -25,9 +25,9 @@ async def test_the_new_session_form_refuses_a_cleared_timeout_and_a_start_url_th
     name = f"form-{uuid.uuid4().hex[:6]}"
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
         form = app.screen
         error = lambda: str(form.query_one("#create-error").render())  # noqa: E731
         await wait_for(pilot, lambda: form.query_one("#name").has_focus, what="name field")
@@ -50,7 +50,7 @@ async def test_the_new_session_form_refuses_a_cleared_timeout_and_a_start_url_th
 
         form.query_one("#start-url").value = "about:blank"
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), timeout=30)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), timeout=30)
     created = next(b for b in (await http.get("/browsers")).json() if b.get("name") == name)
     assert created["timeout_seconds"] == 45  # what the form showed, not a default
     await http.delete(f"/browsers/{created['session_id']}")
@@ -74,10 +74,10 @@ async def test_the_open_log_form_refuses_a_cleared_history_length(service, sessi
 
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         answers: list[object] = []
         app.push_screen(OpenLogScreen(app.client, session_id), answers.append)
-        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen) and app.screen.query("#open-log-programs")
+        await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen) and app.screen.query("#open-log-programs")
                        and app.screen.query_one("#open-log-programs").option_count > 0)
         form = app.screen
         form.query_one("#open-log-history").value = ""  # the 1000 shown is gone

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import hold_off_session_watch, make_app, type_text, wait_for
+from app_support import hold_off_session_watch, make_app, screen_shown, type_text, wait_for
 from conftest import session_area
 from textual.widgets import DataTable, Tree
 
@@ -40,9 +40,9 @@ def focus_inside(app, widget) -> bool:
 
 
 async def open_session(pilot, app, browser: Browser) -> tuple[SessionScreen, ShellTab]:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     app.push_screen(SessionScreen(browser))
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+    await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and bool(app.screen.query(ShellTab)))
     screen = app.screen
     tab = screen.query_one(ShellTab)
     await wait_for(pilot, lambda: tab.shell is not None and tab.shell.running, what="shell started")
@@ -127,9 +127,9 @@ async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, br
     (area / "b.txt").write_text("bee\n")
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         app.push_screen(SessionScreen(browser, initial_tab="files"))
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(FilesPane)))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and bool(app.screen.query(FilesPane)))
         pane = app.screen.query_one(FilesPane)
         tree = pane.query_one(Tree)
         await wait_for(pilot, lambda: tree.has_focus)
@@ -175,20 +175,20 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
     try:
         app = make_app(empty)
         async with app.run_test(size=(120, 34)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded)
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded)
             await pilot.press("slash", "escape")  # the filter box opened and closed on the empty list
             assert app.focused is None or visible(app.focused)
             await pilot.press("n")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "CreateSessionScreen")
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                            and app.screen.query_one(DataTable).row_count == 1, timeout=30)
             table = app.screen.query_one(DataTable)
             await wait_for(pilot, lambda: table.has_focus, what="the table has the keys")
             assert app.focused is None or visible(app.focused)
             # enter opens the session at once (not swallowed by a hidden filter box)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+            await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
             created = app.screen.browser
             sessions_screen = app.screen_stack[-2]
             async with httpx.AsyncClient(base_url=empty.url, headers=empty.headers) as http:
@@ -196,7 +196,7 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
             # the app's watch of the session notices and the table underneath knows before the user leaves
             await wait_for(pilot, lambda: created.session_id not in sessions_screen._browsers)
             await pilot.press("escape")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                            and app.screen.query_one(DataTable).row_count == 0)
             assert app.focused is None or visible(app.focused)
             await pilot.press("n")  # the screen's keys still work
@@ -230,7 +230,7 @@ async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_re
         assert tab.gone and tab.shell.process_id == process_id
         await pilot.press("ctrl+right_square_bracket")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="esc goes back")
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), what="esc goes back")
         assert screen is not app.screen
 
 

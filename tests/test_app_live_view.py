@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from app_support import PaneScreen, make_app, wait_for
+from app_support import PaneScreen, make_app, screen_shown, wait_for
 from browser_page import BUTTON_AT, FIELD, FIELD_AT, PageProbe, write_page
 from browser_support import browser_session, needs_chromium
 from PIL import Image as PILImage
@@ -172,7 +172,7 @@ def is_red(colour) -> bool:
 
 
 async def open_live_view(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     pane = ScreenshotPane(session_id, rendering="halfcell", auto_capture=False)
     await app.push_screen(PaneScreen(pane, "Screenshot", "screenshot"))
     pane.focus_default()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import accept_save_dialog, type_text, use_downloads_dir, wait_for
+from app_support import accept_save_dialog, screen_shown, type_text, use_downloads_dir, wait_for
 from conftest import ServiceHandle, session_area
 from textual import events
 from textual.app import App, ComposeResult
@@ -67,7 +67,7 @@ class LogsScreen(Screen):
 
 
 async def open_logs_screen(app: BbrowseApp, pilot, session_id: str, open_default: bool = False) -> LogsPane:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     await app.push_screen(LogsScreen(session_id, open_default))
     await pilot.pause()
     return app.screen.query_one(LogsPane)
@@ -98,7 +98,7 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
         pane = await open_logs_screen(app, pilot, session_id)
         assert "No log open" in str(pane.query_one("#logs-empty").render())
         await pilot.press("o")
-        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
+        await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen))
         await pilot.click("#source-path")
         await type_text(pilot, f"{area}/app-ev")
         path_input = app.screen.query_one("#open-log-path")
@@ -202,7 +202,7 @@ async def test_ctrl_s_asks_where_saves_the_buffer_in_the_download_dir_and_says_w
         panel = await pane.open_log(LogTarget(LogSource.PATH, str(log)))
         await wait_for(pilot, lambda: len(panel.view.buffer) == 50)
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SaveScreen))
         proposed = app.screen.query_one("#save-path").value
         assert proposed.startswith(str(downloads) + "/bbrowse-worker.log-") and proposed.endswith(".log")
         await accept_save_dialog(pilot, app)
@@ -225,7 +225,7 @@ async def test_supervisor_log_of_the_service_shows_its_access_lines(
         await wait_for(pilot, lambda: len(pane.panels) == 1)
         assert pane.panels[0].title in ("chromium", "bbrowse")
         await pilot.press("o")
-        await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen)
+        await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen)
                        and app.screen.query_one(OptionList).option_count > 0)
         await pilot.press("home", "enter")  # `bbrowse` is listed first
         await wait_for(pilot, lambda: len(pane.panels) == 2)

@@ -5,7 +5,7 @@ a file log instead."""
 from __future__ import annotations
 
 import httpx
-from app_support import PaneScreen, wait_for, wait_for_notification
+from app_support import PaneScreen, screen_shown, wait_for, wait_for_notification
 from conftest import session_area
 
 from bbrowse.client import ClientConfig
@@ -23,7 +23,7 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
     app = BbrowseApp(target=Target(ClientConfig(compat_service.url, compat_service.token), "remote"))
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
             pane = LogsPane(session_id)  # opens the default supervised program, as the Logs tab does
             await app.push_screen(PaneScreen(pane, "Logs", "logs"))
             await wait_for(pilot, lambda: len(pane.panels) == 1)
@@ -37,7 +37,7 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
             await wait_for_notification(pilot, "no supervisor logs")
 
             await pilot.press("o")
-            await wait_for(pilot, lambda: isinstance(app.screen, OpenLogScreen))
+            await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen))
             form = app.screen
             assert form.by_path and form.query_one("#open-log-path").has_focus
             form.query_one("#open-log-path").value = str(log)

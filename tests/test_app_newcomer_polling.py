@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
-from app_support import wait_for
+from app_support import screen_shown, wait_for
 
 from bbrowse.client import ClientConfig
 from bbrowse.target import Target
@@ -98,7 +98,7 @@ async def test_the_app_polls_only_what_is_shown_and_less_often_while_nothing_cha
         async with counting_proxy(service.url) as proxy:
             app = BbrowseApp(target=Target(ClientConfig(proxy.url, service.token), "remote"))
             async with app.run_test(size=(120, 36)) as pilot:
-                await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded
+                await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded
                                and session_id in [k.value for k in app.screen.query_one("#sessions-table").rows])
                 # the table shown, nothing changing: 0.4, 0.8, 1.6, 1.6 s apart, not every 0.2 s
                 started = time.monotonic()
@@ -115,7 +115,7 @@ async def test_the_app_polls_only_what_is_shown_and_less_often_while_nothing_cha
                 table = app.screen.query_one("#sessions-table")
                 table.move_cursor(row=table.get_row_index(session_id))
                 await pilot.press("enter")
-                await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+                await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
                 await pilot.pause(0.5)  # a listing already on its way when the screen changed may still come
                 started = time.monotonic()
                 await pilot.pause(1.5)
@@ -137,7 +137,7 @@ async def test_the_app_polls_only_what_is_shown_and_less_often_while_nothing_cha
                 # back on the sessions table: asked again at once
                 started = time.monotonic()
                 await pilot.press("escape")
-                await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+                await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
                 await wait_for(pilot, lambda: proxy.since(started, "GET", LIST), timeout=5, what="list on return")
     finally:
         await http.delete(f"/browsers/{session_id}")

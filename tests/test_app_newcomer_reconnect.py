@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import httpx
-from app_support import wait_for, wait_for_notification
+from app_support import screen_shown, wait_for, wait_for_notification
 from conftest import start_service, stop_service
 
 from bbrowse.config import defaults
@@ -50,7 +50,7 @@ async def test_the_app_finds_its_embedded_service_again_or_starts_one(tmp_path, 
     second = None
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                            and app.connection_state == "connected", timeout=40, what="the embedded service")
             first = app.target
             assert first.kind == "embedded" and first.embedded is not None and first.embedded.owned
@@ -73,7 +73,7 @@ async def test_the_app_finds_its_embedded_service_again_or_starts_one(tmp_path, 
 
             # creating a session meanwhile: a sentence, not httpx's "All connection attempts failed"
             await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+            await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
             assert app.screen.query_one("#timeout").value == str(DEFAULT_TIMEOUT)  # as `bbrowse new`'s default
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: "not answering" in str(app.screen.query_one("#create-error").render()))

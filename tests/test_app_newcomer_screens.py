@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from app_support import make_app, wait_for, wait_for_notification
+from app_support import make_app, screen_shown, wait_for, wait_for_notification
 from textual.binding import Binding
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, RadioButton
@@ -56,7 +56,7 @@ def assert_fits(screen) -> None:
 async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
     app = make_app(service)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded)
         await pilot.pause(0.2)
         # the sessions footer: whole keys only (it ended in "P Pro")
         shown = await assert_whole(pilot, app.screen, "New session")
@@ -69,7 +69,7 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
 
         # the theme picker marks the theme in use
         app.action_change_theme()
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+        await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
         commands = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: commands.option_count > 5)
         prompts = [str(commands.get_option_at_index(i).prompt) for i in range(commands.option_count)]
@@ -82,11 +82,11 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
         shown = await assert_whole(pilot, app.screen, "Exit the command palette")
         assert "New session" not in shown, shown
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
 
         # the new-session form: every field and both buttons in view, its own keys in the footer
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
         form = app.screen
         await pilot.pause(0.2)
         assert form.query_one("#create-fields").max_scroll_y == 0  # Headless and the timeout not hidden
@@ -118,21 +118,21 @@ async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
                 marks = [button.render().plain for button in dialog.query(RadioButton)]
                 assert len(marks) == 2 and sum("●" in mark for mark in marks) == 1, marks
             app.pop_screen()
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
 
 
 async def test_a_double_submit_of_the_form_creates_one_session(service, http):
     app = make_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen._loaded)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded)
         before = set(app.screen._browsers)
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
         form = app.screen
         form.action_submit()
         await wait_for(pilot, lambda: "Creating" in str(form.query_one("#create-error").render()))
         form.action_submit()  # enter again while the first creation is on its way
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), timeout=60)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), timeout=60)
         await pilot.pause(1.0)
     listed = (await http.get("/browsers", params={"limit": 100})).json()
     new = [b["session_id"] for b in listed if b["session_id"] not in before]
@@ -147,7 +147,7 @@ async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes
     session_id = (await http.post("/browsers", json={"name": name})).json()["session_id"]
     app = make_app(service)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                        and session_id in app.screen._browsers)
         # enter seen twice (the screen's binding and the table's RowSelected): one session screen
         sessions = app.screen
@@ -155,7 +155,7 @@ async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes
         table.move_cursor(row=table.get_row_index(session_id))
         sessions.action_open()
         sessions.action_open()
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
         await pilot.pause(0.3)
         assert [type(s).__name__ for s in app.screen_stack].count("SessionScreen") == 1
         await pilot.press("2")  # a tab streaming from the session
@@ -164,7 +164,7 @@ async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes
 
         message = await wait_for_notification(pilot, f"Session {name} has ended")
         assert "timed out or was deleted elsewhere" in message
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="back on the sessions table")
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), what="back on the sessions table")
         await pilot.pause(1.0)
         about_it = [n for n in notifications(app) if name in n.message or session_id in n.message
                     or "session_gone" in n.message]

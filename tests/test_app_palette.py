@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import make_app, type_text, wait_for
+from app_support import make_app, screen_shown, type_text, wait_for
 from textual.command import CommandList, CommandPalette
 
 from bbrowse.tui.palette import own_bindings
@@ -32,7 +32,7 @@ async def browser(http: httpx.AsyncClient):
 async def listed(pilot, app) -> list[str]:
     """Open the palette and read what it lists before anything is typed."""
     await pilot.press("ctrl+p")
-    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+    await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
     commands = app.screen.query_one(CommandList)
     await wait_for(pilot, lambda: commands.option_count > len(GLOBAL))
     return [str(commands.get_option_at_index(i).prompt).split("\n")[0] for i in range(commands.option_count)]
@@ -43,9 +43,9 @@ async def test_from_a_session_the_palette_has_the_global_actions_first_then_ever
 ) -> None:
     app = make_app(service)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         app.push_screen(SessionScreen(browser, initial_tab="replays"))
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.query(ReplaysPane))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and app.screen.query(ReplaysPane))
         titles = await listed(pilot, app)
         assert titles[: len(GLOBAL)] == GLOBAL
         # every pane's actions, opened or not yet, and nothing that is not a bbrowse action
@@ -62,20 +62,20 @@ async def test_from_a_session_the_palette_has_the_global_actions_first_then_ever
         await wait_for(pilot, lambda: commands.option_count >= 1
                        and str(commands.get_option_at_index(0).prompt).startswith("New session"))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
 
         # a tab not opened yet: its action opens it and runs there
         assert not app.screen.query(ScreenshotPane)
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+        await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
         await type_text(pilot, "live on")
         commands = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: commands.option_count >= 1
                        and str(commands.get_option_at_index(0).prompt).startswith("Live on/off"))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.tabbed.active == "screenshot"
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and app.screen.tabbed.active == "screenshot"
                        and app.screen.query(ScreenshotPane) and app.screen.query_one(ScreenshotPane).live)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from app_support import PaneScreen, make_app, type_text, wait_for
+from app_support import PaneScreen, make_app, screen_shown, type_text, wait_for
 from textual.widgets import Tree
 
 from bbrowse.client import BrowserClient
@@ -34,7 +34,7 @@ async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module
         await client.fs.write_file(session_id, f"{root}/{name}", data)
     app = make_app(service)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         pane = FilesPane(session_id)
         await app.push_screen(PaneScreen(pane, "Files", "files"))
         await wait_for(pilot, lambda: pane.working_directory is not None or pane.file_tree.root_path != "/")
@@ -59,7 +59,7 @@ async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module
         to("b.txt")
         await pilot.pause()
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SaveScreen))
         assert "b.txt" in app.screen.title_text if hasattr(app.screen, "title_text") else True
         assert app.screen.query_one("#save-path").value.endswith("b.txt")
         await pilot.press("escape")
@@ -91,7 +91,7 @@ async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module
         field = pane.query_one("#files-prompt-input")
         await wait_for(pilot, lambda: field.has_focus)
         await type_text(pilot, "../../../../../../etc/evil2", then="enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked before /etc")
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen), what="asked before /etc")
         assert "/etc/evil2" in app.screen.question and "outside" in app.screen.question
         await pilot.press("n")
         listing = [f.name for f in await client.fs.list_files(session_id, "/etc")]
@@ -105,7 +105,7 @@ async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module
         await wait_for(pilot, lambda: tree.root_path == "/" and tree.root.data.loaded)
         tree.move_cursor(tree.root)
         await pilot.press("z")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=20, what="size warning")
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen), timeout=20, what="size warning")
         question = app.screen.question
         # "about" when du read everything, "at least" when some of / was unreadable (a sandboxed session)
         stated = re.search(r"is (about|at least) [\d.]+ (B|KiB|MiB|GiB|TiB) before compression", question)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from app_support import accept_save_dialog, make_app, type_text, use_downloads_dir, wait_for
+from app_support import accept_save_dialog, make_app, screen_shown, type_text, use_downloads_dir, wait_for
 from textual.app import ComposeResult
 from textual.screen import Screen
 
@@ -46,7 +46,7 @@ async def test_search_and_filter_prompts_show_what_is_typed_with_a_label(service
                                                                for i in range(10)).encode())
     app = make_app(service)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await app.push_screen(LogsScreen(module_session_id))
         pane = app.screen.query_one(LogsPane)
         panel = await pane.open_log(LogTarget(LogSource.PATH, path))
@@ -72,7 +72,7 @@ async def test_line_times_missing_paths_a_log_opened_twice_and_saving_with_a_fil
                                b"2026-11-26T09:15:02.500 error two\n")
     app = make_app(service)
     async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await app.push_screen(LogsScreen(module_session_id))
         pane = app.screen.query_one(LogsPane)
         panel = await pane.open_log(LogTarget(LogSource.PATH, path))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from app_support import make_app, type_text, wait_for
+from app_support import make_app, screen_shown, type_text, wait_for
 from textual.widgets import Tabs
 
 from bbrowse.config import ShellSettings, defaults
@@ -45,9 +45,9 @@ def terminal_text(tab: ShellTab) -> str:
 
 
 async def open_session(pilot, app, browser: Browser) -> SessionScreen:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     app.push_screen(SessionScreen(browser))
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+    await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and bool(app.screen.query(ShellTab)))
     return app.screen
 
 
@@ -82,10 +82,10 @@ async def test_close_the_last_shell_then_t_and_enter_and_a_busy_shell_asks_first
         await pilot.press("ctrl+right_square_bracket")
         await wait_for(pilot, lambda: not focused_in_terminal(app), what="out of the terminal")
         await pilot.press("w")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="w asks about the busy shell")
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen), what="w asks about the busy shell")
         assert "running a program" in app.screen.question
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
         assert tab.is_attached and tab.shell is not None and tab.shell.running
 
         # idle at its prompt: w closes at once; the tab then says what to do (item 3)
@@ -145,7 +145,7 @@ async def test_1_and_alt_1_land_on_the_tab_bar_and_shells_outlive_the_session_sc
         # leaving the session screen detaches its shell; reopening reattaches it (item 5)
         process_id = tab.shell.process_id
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         screen = await open_session(pilot, app, browser)
         again = screen.query_one(ShellTab)
         await wait_for(pilot, lambda: again.shell is not None and again.shell.process_id == process_id,

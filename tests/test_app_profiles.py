@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import type_text, wait_for, wait_for_notification
+from app_support import screen_shown, type_text, wait_for, wait_for_notification
 from conftest import ServiceHandle, start_service, stop_service
 from textual.command import CommandList, CommandPalette
 from textual.screen import Screen
@@ -83,7 +83,7 @@ def bar_label(app) -> str:
 
 async def pick_in_palette(pilot, app, text: str) -> None:
     """Type `text` in the open command palette and run the first match."""
-    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+    await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
     await type_text(pilot, text)
     command_list = app.screen.query_one(CommandList)
     await wait_for(pilot, lambda: command_list.option_count >= 1 and command_list.highlighted is not None)
@@ -99,7 +99,7 @@ async def test_switch_profile_from_the_palette_reconnects_to_the_other_service(t
         app = BbrowseApp(settings=settings_from(profiles_config))
         async with app.run_test(size=(140, 36)) as pilot:
             # started on the file's profile, alpha, in the worker thread
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                            and app.connection_state == "connected")
             assert app.target.config.base_url == alpha.url
             await wait_for(pilot, lambda: bar_label(app) == f"alpha · {alpha.url}")
@@ -108,11 +108,11 @@ async def test_switch_profile_from_the_palette_reconnects_to_the_other_service(t
 
             await pilot.press("ctrl+p")
             await pick_in_palette(pilot, app, "Switch profile")
-            await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(Input)
+            await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(Input)
                            and app.screen.query_one(Input).placeholder == "Switch to profile…")
             await pick_in_palette(pilot, app, "beta")
 
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen is not first_screen
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen is not first_screen
                            and app.connection_state == "connected")
             assert app.target.config.base_url == beta.url and app.target.profile == "beta"
             assert app.settings.profile == "beta"
@@ -129,9 +129,9 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
     _, beta = two_services
     app = BbrowseApp(settings=settings_from(profiles_config))
     async with app.run_test(size=(140, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.connection_state == "connected")
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.connection_state == "connected")
         await pilot.press("P")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+        await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
         command_list = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: command_list.option_count == 5)
         listed = [str(command_list.get_option_at_index(i).prompt) for i in range(command_list.option_count)]
@@ -139,7 +139,7 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
         assert any("(current)" in line and line.startswith("alpha") for line in listed)
 
         await type_text(pilot, "tokenless", then="enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartingScreen)
+        await wait_for(pilot, lambda: screen_shown(app, StartingScreen)
                        and "has no token" in str(app.screen.query_one("#starting-message").render()))
         message = str(app.screen.query_one("#starting-message").render())
         assert "NOBODY_SET_THIS_TOKEN" in message
@@ -150,7 +150,7 @@ async def test_shift_p_lists_the_profiles_and_a_failing_one_says_why_then_anothe
 
         await pilot.press("P")
         await pick_in_palette(pilot, app, "beta")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.connection_state == "connected")
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.connection_state == "connected")
         assert app.target.config.base_url == beta.url
         await wait_for(pilot, lambda: app.screen._loaded)
 
@@ -164,7 +164,7 @@ async def test_switching_away_leaves_the_embedded_service_running_and_switching_
     settings = settings_from(profiles_config).model_copy(update={"profile": "embedded"})
     app = BbrowseApp(settings=settings)
     async with app.run_test(size=(140, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.connection_state == "connected",
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.connection_state == "connected",
                        timeout=40)
         embedded = app.target.embedded
         assert embedded is not None and embedded.owned
@@ -175,13 +175,13 @@ async def test_switching_away_leaves_the_embedded_service_running_and_switching_
         await wait_for(pilot, lambda: made_elsewhere in table_ids(app))
 
         app.switch_profile("alpha")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.target is not None
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.target is not None
                        and app.target.config.base_url == alpha.url)
         await wait_for(pilot, lambda: app.screen._loaded)
         assert embedded.running  # nothing was destroyed by switching
 
         app.switch_profile("embedded")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.target is not None
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.target is not None
                        and app.target.kind == "embedded", timeout=40)
         assert app.target.config.base_url == url  # the same service, found through its discovery file
         assert app.target.embedded is embedded  # still the one this app started (so quitting stops it)
@@ -189,13 +189,13 @@ async def test_switching_away_leaves_the_embedded_service_running_and_switching_
 
         # quitting would end that session: the app asks first and says how many
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen))
+        await wait_for(pilot, lambda: screen_shown(app, QuitScreen))
         assert "ending 1 session " in str(app.screen.query_one("#quit-question").render())
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         assert embedded.running
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen))
+        await wait_for(pilot, lambda: screen_shown(app, QuitScreen))
         await pilot.press("y")
     assert embedded.process.wait(timeout=60) is not None  # stopped, in the background, after the app was gone
 
@@ -207,14 +207,14 @@ async def test_a_remapped_key_runs_the_action_and_the_old_key_no_longer_does(ser
     settings = Settings(keys={"sessions.create": "c", "no.such_binding": "x"})
     app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"), settings=settings)
     async with app.run_test(size=(140, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await pilot.press("n")
         await pilot.pause(0.2)
         assert isinstance(app.screen, SessionsScreen)  # n is no longer "new session"
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, CreateSessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CreateSessionScreen))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await wait_for_notification(pilot, "[keys] names no binding no.such_binding")
 
 
@@ -231,7 +231,7 @@ async def test_a_broken_config_file_gives_a_notification_and_the_defaults(servic
     app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"), settings=settings,
                      problems=problems)
     async with app.run_test(size=(140, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         assert app.theme == "bbrowse-dark"
         note = await wait_for_notification(pilot, f"{tmp_path / 'config.toml'}: line 3: screenshot.interval:")
         assert note.startswith(f"{tmp_path / 'config.toml'}: line 3: screenshot.interval:")
@@ -254,7 +254,7 @@ async def test_panes_use_the_configured_buffer_interval_rendering_and_shell(serv
     log.write_text("one\n")
     app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"), settings=settings)
     async with app.run_test(size=(140, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         logs = LogsPane(session_id, open_default=False)
         await app.push_screen(PaneScreen(logs))
         panel = await logs.open_log(LogTarget(LogSource.PATH, str(log)))

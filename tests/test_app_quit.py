@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import wait_for
+from app_support import screen_shown, wait_for
 from textual import events
 
 from bbrowse.config import Settings
@@ -54,7 +54,7 @@ async def test_quit_is_immediate_and_the_service_finalises_the_recording_in_the_
     monkeypatch.setenv("BBROWSE_STATE_DIR", str(state))
     app = BbrowseApp(settings=Settings())  # the embedded profile: this app starts its own service
     async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.connection_state == "connected",
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.connection_state == "connected",
                        timeout=40)
         service = app.target.embedded
         assert service is not None and service.owned
@@ -69,7 +69,7 @@ async def test_quit_is_immediate_and_the_service_finalises_the_recording_in_the_
         listed = lambda: [key.value for key in app.screen.query_one("DataTable").rows]  # noqa: E731
         await wait_for(pilot, lambda: session["session_id"] in listed())
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen))
+        await wait_for(pilot, lambda: screen_shown(app, QuitScreen))
         # The key as the terminal delivers it: Pilot's press then waits, twice, for this whole process (the test's
         # too) to be idle, up to 1 s each, which is not the app's quitting.
         driver = driver_of(app)

@@ -6,7 +6,15 @@ import shutil
 
 import httpx
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
+from app_support import (
+    PaneScreen,
+    accept_save_dialog,
+    make_app,
+    screen_shown,
+    use_downloads_dir,
+    wait_for,
+    wait_for_notification,
+)
 
 from bbrowse.humanize import human_bytes
 from bbrowse.tui.dialogs.save import SaveScreen
@@ -54,7 +62,7 @@ async def test_record_stop_download_and_copy_the_view_url(service, http: httpx.A
 
             await pilot.press("s")
             target = downloads / f"bbrowse-replay-{replay_id}.mp4"
-            await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), what="save dialog")
+            await wait_for(pilot, lambda: screen_shown(app, SaveScreen), what="save dialog")
             assert app.screen.query_one("#save-path").value == str(target)
             await accept_save_dialog(pilot, app)
             await wait_for(pilot, lambda: target.exists(), timeout=30, what="downloaded file")

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_support import PaneScreen, accept_save_dialog, make_app, use_downloads_dir, wait_for, wait_for_notification
+from app_support import (
+    PaneScreen,
+    accept_save_dialog,
+    make_app,
+    screen_shown,
+    use_downloads_dir,
+    wait_for,
+    wait_for_notification,
+)
 from browser_support import needs_chromium
 from conftest import ServiceHandle
 from PIL import Image as PILImage
@@ -46,7 +54,7 @@ def session_id(module_session_id: str) -> str:
 
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> ScreenshotPane:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
     pane = ScreenshotPane(session_id, rendering="halfcell")
     await app.push_screen(PaneScreen(pane, "Screenshot", "screenshot"))
     pane.focus_default()
@@ -118,7 +126,7 @@ async def test_capture_shows_the_image_live_view_region_and_save(
 
         downloads = use_downloads_dir(monkeypatch, tmp_path)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SaveScreen))
         await accept_save_dialog(pilot, app, path="shots/")  # a folder in the download directory, made for it
         assert pane.last_saved is not None and pane.last_saved.parent == downloads / "shots"
         assert pane.last_saved.name.startswith(f"bbrowse-screenshot-{session_id}-")

@@ -9,7 +9,7 @@ import threading
 import uuid
 
 import httpx
-from app_support import make_app, type_text, wait_for
+from app_support import make_app, screen_shown, type_text, wait_for
 from textual.widgets import Input
 
 from bbrowse.client import ClientConfig
@@ -31,11 +31,11 @@ async def test_create_filter_and_delete(
     other = (await browserless_http.post("/browsers", json={"name": f"other-{uuid.uuid4().hex[:6]}"})).json()
     app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and other["session_id"] in table_ids(app))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and other["session_id"] in table_ids(app))
         await pilot.press("n")
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name field")
         await type_text(pilot, name, then="ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                        and any(b.name == name for b in app.screen._browsers.values()), timeout=20)
         created = next(b for b in app.screen._browsers.values() if b.name == name)
         # the cursor sits on the new session
@@ -61,7 +61,7 @@ async def test_duplicate_name_shows_the_service_error_in_the_form(
     taken = (await browserless_http.post("/browsers", json={"name": name})).json()
     app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await pilot.press("n")
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name field")
         await type_text(pilot, name, then="ctrl+s")
@@ -80,7 +80,7 @@ async def test_list_refreshes_live_and_keeps_the_cursor(
     app = make_app(browserless_service)
     app.last_filter = f"live-{tag}"
     async with app.run_test(size=(140, 32)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(table_ids(app)) == 2)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and len(table_ids(app)) == 2)
         await pilot.press("down")
         table = app.screen.query_one("#sessions-table")
         assert table.cursor_row == 1
@@ -99,7 +99,7 @@ async def test_list_refreshes_live_and_keeps_the_cursor(
 async def test_help_and_a_palette_entry_for_every_action(browserless_service) -> None:
     app = make_app(browserless_service)
     async with app.run_test(size=(140, 32)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         titles = {command.title for command in app.get_system_commands(app.screen)}
         for binding in SessionsScreen.BINDINGS:
             if binding.description:
@@ -110,7 +110,7 @@ async def test_help_and_a_palette_entry_for_every_action(browserless_service) ->
         await wait_for(pilot, lambda: not app.screen.query("HelpPanel"), what="help panel closed")
         # choosing the palette entry runs the action: "New session" opens the form
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, BbrowsePalette), what="palette")
+        await wait_for(pilot, lambda: screen_shown(app, BbrowsePalette), what="palette")
         await type_text(pilot, "New session")
         await pilot.pause(0.3)
         await pilot.press("enter")
@@ -143,7 +143,7 @@ async def test_the_sessions_listed_while_the_app_loads_are_its_first_table_and_a
     app = BbrowseApp(resolve=pending.result)
     async with app.run_test(size=(140, 32)) as pilot:
         # drawn as the screen mounts, not after a call of its own (the screen is current before it is mounted)
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and made["session_id"] in table_ids(app))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and made["session_id"] in table_ids(app))
         await pilot.pause(0.5)
         assert asked == []
         await pilot.press("r")  # a refresh the user asks for still asks
@@ -162,10 +162,10 @@ async def test_keys_typed_while_connecting_act_on_the_sessions_table_in_order(br
 
     app = BbrowseApp(resolve=resolve)
     async with app.run_test(size=(140, 32)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, StartingScreen), what="the starting screen")
+        await wait_for(pilot, lambda: screen_shown(app, StartingScreen), what="the starting screen")
         await type_text(pilot, "/abc")
         assert isinstance(app.screen, StartingScreen)
         connect.set()
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                        and app.screen.query_one("#filter", Input).value == "abc", what="the filter, typed ahead")
         assert app.screen.query_one("#filter", Input).has_focus

@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 
 import httpx
-from app_support import make_app, type_text, use_downloads_dir, wait_for, wait_for_notification
+from app_support import make_app, screen_shown, type_text, use_downloads_dir, wait_for, wait_for_notification
 
 from bbrowse.config import ShellSettings, defaults
 from bbrowse.tui.dialogs.confirm import ConfirmScreen
@@ -66,9 +66,9 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
     app = make_app(browserless_service)
     app.last_filter = f"wall-{tag}"
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 6)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and len(app.screen._browsers) >= 6)
         await pilot.press("w")
-        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and shown_names(app))
+        await wait_for(pilot, lambda: screen_shown(app, WallScreen) and shown_names(app))
         wall = app.screen
         assert wall.shape == (2, 2)  # 80×24: four tiles a page
         assert shown_names(app) == [f"wall-{tag}-{i}" for i in range(4)]  # the filter applies: not other-…
@@ -94,11 +94,11 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
         assert "2 selected" in str(wall.query_one("#wall-status").render())
 
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmScreen))
         question = str(app.screen.query_one(".dialog-question").render())
         assert question.startswith("Delete 2 sessions") and f"wall-{tag}-3" in question and f"wall-{tag}-5" in question
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(wall.browsers) == 4)
+        await wait_for(pilot, lambda: screen_shown(app, WallScreen) and len(wall.browsers) == 4)
         assert not wall.selection
         # a session made elsewhere that matches the filter joins the wall
         mine.append((await browserless_http.post("/browsers", json={"name": f"wall-{tag}-6"})).json())
@@ -106,7 +106,7 @@ async def test_wall_pages_moves_selects_and_deletes_the_selection(browserless_se
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: shown_names(app) == [f"wall-{tag}-6"])
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         listed = {key.value for key in app.screen.query_one("#sessions-table").rows}
         assert listed == {b["session_id"] for b in mine} - {mine[3]["session_id"], mine[5]["session_id"]}
     for index, session in enumerate(mine):
@@ -127,9 +127,9 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
     app = make_app(service)
     app.last_filter = f"live-{tag}"
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 2)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and len(app.screen._browsers) >= 2)
         await app.run_action("show_wall")  # the palette's "Session wall"
-        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(shown_names(app)) == 2)
+        await wait_for(pilot, lambda: screen_shown(app, WallScreen) and len(shown_names(app)) == 2)
         wall = app.screen
         assert wall.shape == (2, 2)  # no more tiles than the sessions need; 4×4 fits 160×45
         assert grid_shape(160, 42, 16) == (4, 4) and grid_shape(160, 42, 5) == (3, 2)
@@ -160,16 +160,16 @@ async def test_wall_draws_live_tiles_with_the_recording_badge_and_opens_a_sessio
             assert all(r.get("finished_at") for r in replays), replays
 
         await pilot.press("left", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionScreen))
         assert app.screen.browser.session_id == mine[0]["session_id"]
         assert not any(t.pulling for t in wall.query(SessionTile))  # covered: the wall pulls nothing
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is wall and sum(t.pulling for t in tiles(app)) == 2)
 
         await pilot.press("escape")  # the wall opened again shows each session's last picture at once
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         await app.run_action("show_wall")
-        await wait_for(pilot, lambda: isinstance(app.screen, WallScreen) and len(shown_names(app)) == 2)
+        await wait_for(pilot, lambda: screen_shown(app, WallScreen) and len(shown_names(app)) == 2)
         assert app.screen.pictures_shown()
     await http.post(f"/browsers/{mine[1]['session_id']}/replays/{replay.json()['replay_id']}/stop")
     for session in mine:
@@ -188,10 +188,10 @@ async def test_broadcast_typing_reaches_every_shell_and_shows_each_exit_code(bro
     app = make_app(browserless_service, settings=settings)
     app.last_filter = f"cast-{tag}"
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and app.screen.selected() is not None
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen.selected() is not None
                        and len(app.screen._browsers) >= 3)
         await pilot.press("space", "space", "space", "b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BroadcastScreen))
+        await wait_for(pilot, lambda: screen_shown(app, BroadcastScreen))
         screen = app.screen
         terminals = screen.terminals
         assert len(terminals) == 3
@@ -303,7 +303,7 @@ async def test_tiles_with_a_picture_wait_for_the_blank_ones_then_take_frames_aga
     app = make_app(browserless_service)
     app.last_filter = f"first-{tag}"
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and len(app.screen._browsers) >= 3)
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and len(app.screen._browsers) >= 3)
         browsers = sorted(app.screen._browsers.values(), key=lambda b: b.name or "")
         wall = WallScreen(browsers, matches=lambda b: (b.name or "").startswith(f"first-{tag}"), source_for=source_for)
         await app.push_screen(wall)
@@ -325,7 +325,7 @@ async def test_a_closed_wall_is_freed_with_its_tiles_and_what_they_drew(browserl
     And the lines its widgets drew (each widget's styles cache) go too, not only the widgets."""
     app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
 
         def drawn_line_caches() -> int:
             gc.collect()
@@ -343,7 +343,7 @@ async def test_a_closed_wall_is_freed_with_its_tiles_and_what_they_drew(browserl
             walls.append(weakref.ref(wall))
             del wall
             await pilot.press("escape")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="back on the table")
+            await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), what="back on the table")
 
         def freed() -> bool:
             gc.collect()  # a wall is a cycle of widgets: only the collector frees it

@@ -10,7 +10,7 @@ import threading
 import time
 
 import httpx
-from app_support import hold_off_session_watch, wait_for
+from app_support import hold_off_session_watch, screen_shown, wait_for
 from cli_support import BBROWSE, PtyProcess, bb, cli_env
 from conftest import session_area
 from netem import TLS_HOST
@@ -221,9 +221,9 @@ def _app_through(link, token: str) -> BbrowseApp:
 
 async def _shell_of(pilot, app: BbrowseApp, browser: Browser) -> tuple[SessionScreen, ShellTab]:
     """From the sessions table into `browser`'s session screen, once its shell shows the prompt."""
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), what="sessions screen")
+    await wait_for(pilot, lambda: screen_shown(app, SessionsScreen), what="sessions screen")
     app.push_screen(SessionScreen(browser))
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and bool(app.screen.query(ShellTab)))
+    await wait_for(pilot, lambda: screen_shown(app, SessionScreen) and bool(app.screen.query(ShellTab)))
     screen = app.screen
     tab = screen.query_one(ShellsPane)._tabs.active_pane
     assert isinstance(screen, SessionScreen) and isinstance(tab, ShellTab)

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from app_support import make_app, wait_for, wait_for_notification
+from app_support import make_app, screen_shown, wait_for, wait_for_notification
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -123,7 +123,7 @@ async def test_app_registers_every_theme_and_the_palette_picker_lists_them(servi
         await wait_for_notification(pilot, f"{themes / 'broken.toml'}: primary: 'not-a-colour' is not a colour")
 
         app.action_change_theme()
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.query(CommandList))
+        await wait_for(pilot, lambda: screen_shown(app, CommandPalette) and app.screen.query(CommandList))
         command_list = app.screen.query_one(CommandList)
         await wait_for(pilot, lambda: command_list.option_count >= len(app.available_themes))
         listed = {Text.from_markup(str(command_list.get_option_at_index(i).prompt)).plain

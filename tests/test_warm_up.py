@@ -8,7 +8,7 @@ import types
 
 import httpx
 import pytest
-from app_support import make_app, wait_for
+from app_support import make_app, screen_shown, wait_for
 
 from bbrowse.tui.footer import BbrowseFooter
 from bbrowse.tui.screens.sessions import SessionsScreen
@@ -86,7 +86,7 @@ async def test_modules_the_warm_up_is_still_importing_read_as_not_loaded(browser
     classes yet. Each answer is "none", and the app goes on."""
     app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         for name in ("bbrowse.tui.screens.session", "bbrowse.tui.terminal.widget"):
             monkeypatch.setitem(sys.modules, name, types.ModuleType(name))  # half imported: no classes yet
         assert app._shown_session_screen() is None

@@ -22,8 +22,8 @@ from bbrowse import __version__
 from bbrowse.client.config import ClientConfig
 from bbrowse.client.net import keepalive_socket_options, ssl_context
 
-#: Idle connections are dropped before uvicorn's default 5 s keep-alive closes them on its side, so a
-#: request (stdin above all, which is never re-sent) does not race a server-side close.
+#: Idle connections are dropped before a service keeping them 5 s (uvicorn's default) closes them on its side, so
+#: a request (stdin above all, which is never re-sent) does not race a server-side close.
 KEEPALIVE_EXPIRY = 4.0
 #: Most connections short calls open at once (one configuration, one event loop).
 MAX_CALL_CONNECTIONS = 100

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from bbrowse.service.websocket_routes import WebSocketRegistry
 
 DEFAULT_PORT = 7780
+#: How long an idle keep-alive connection is kept open: longer than clients keep theirs (httpx and the SDKs built
+#: on it 5 s, bbrowse's client 4 s), so the client closes first and a request never meets a connection the service
+#: is closing at that moment ("Server disconnected without sending a response"; uvicorn's default is 5 s too).
+KEEP_ALIVE_SECONDS = 30
 
 
 #: Environment variable that shortens (or lengthens) the life of replay view links, in seconds.
@@ -184,6 +188,7 @@ def serve(
     uv_config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on",
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=3,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     server = _going_away_server(uv_config, app.state.service.websockets) if kernel_compat else uvicorn.Server(uv_config)
     try:

@@ -1,4 +1,4 @@
-"""A yes/no question as a modal: `y`/enter confirms, `n`/esc cancels."""
+"""A yes/no question as a modal: `y` confirms, `n`/esc cancel, enter presses the focused button (Cancel at first)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from bbrowse.tui.dialogs.base import Dialog, button_label
 
 
 class ConfirmScreen(Dialog[bool]):
+    AUTO_FOCUS = "#confirm-no"  # the safe answer has the focus: enter cancels
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
@@ -28,9 +29,6 @@ class ConfirmScreen(Dialog[bool]):
                 yes = button_label(self.app, self.confirm_label, "confirm.yes")
                 yield Button(yes, variant="error", id="confirm-yes")
                 yield Button(button_label(self.app, "Cancel", "confirm.no"), id="confirm-no")
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm-no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm-yes")
