@@ -11,6 +11,8 @@ returns as soon as the child has exec'd (or failed to, which is reported as a 40
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
 import os
 import pwd
@@ -225,12 +227,13 @@ def sandboxed_argv(request: ExecRequest, sandbox: Sandbox, tty: bool) -> tuple[l
     return [*sandbox.command_prefix(cwd, user, session=True, tty=tty), request.command, *request.args], env
 
 
-def launch(
+async def launch(
     request: ExecRequest, default_cwd: Path, *, tty: bool = False, rows: int = 24, cols: int = 80,
     sandbox: Sandbox | None = None,
 ) -> Child:
     """Start the child in its own session (so its whole process group can be signalled); with a `sandbox`,
-    inside it (`nsenter` leads the session and forks the command into the sandbox's PID namespace)."""
+    inside it (`nsenter` leads the session and forks the command into the sandbox's PID namespace; awaited
+    until the program leads its own there, the service answering other requests meanwhile)."""
     user_kwargs: dict = {}
     if sandbox is not None:
         argv, env = sandboxed_argv(request, sandbox, tty)
@@ -260,17 +263,27 @@ def launch(
             child_fds += [in_r, out_w, err_w]
             stdio = {"stdin": in_r, "stdout": out_w, "stderr": err_w}
         popen = _popen(argv, request, cwd, env, stdio, tty, user_kwargs, take_tty=sandbox is None)
-        watch_child(popen.pid)
-        leader = None
-        if sandbox is not None and (leader := forked_child(popen.pid, controls_tty=tty)) is not None:
-            watch_child(leader)
     except BaseException:
+        for fd in parent_fds + child_fds:
+            os.close(fd)
+        raise
+    for fd in child_fds:
+        os.close(fd)
+    watch_child(popen.pid)
+    leader = None
+    try:
+        if sandbox is not None and (leader := await forked_child(popen.pid, controls_tty=tty)) is not None:
+            watch_child(leader)
+    except BaseException:  # the request went away meanwhile: nothing is left running that no one knows of
+        with contextlib.suppress(OSError):
+            forked = _first_child(popen.pid)  # leads a session of its own once setsid has run
+            if forked is not None:
+                os.killpg(forked, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(popen.pid, signal.SIGKILL)
         for fd in parent_fds:
             os.close(fd)
         raise
-    finally:
-        for fd in child_fds:
-            os.close(fd)
     for fd in parent_fds:
         os.set_blocking(fd, False)
     if tty:
@@ -284,23 +297,22 @@ FORK_WAIT_SECONDS = 2.0
 ENDED_STATES = frozenset({"Z", "X", "x"})
 
 
-def forked_child(pid: int, controls_tty: bool = False) -> int | None:
+async def forked_child(pid: int, controls_tty: bool = False) -> int | None:
     """The process `pid` (nsenter) forked, once it leads its own session (`setsid` has run: before that a
     signal to its process group reaches nobody) and, with `controls_tty`, holds the PTY as its controlling
     terminal (before that a ctrl-c written to the PTY signals nobody). None if it ended first (the program
     could not start, its exit code says why) or none came in time.
 
-    Runs on the service's event loop, which alone reaps `pid`: a `pid` that has ended stays a zombie while
-    this waits, so its end is read from its state, not from its disappearance."""
+    Nothing reaps `pid` until its process is registered, after this: a `pid` that has ended stays a zombie
+    while this waits, so its end is read from its state, not from its disappearance. It waits between looks
+    with the event loop free: on a machine short of CPU the fork can take a second or more."""
     deadline = time.monotonic() + FORK_WAIT_SECONDS
     delay = 0.00005
     child: int | None = None
     while time.monotonic() < deadline:
         try:
             if child is None:
-                with open(f"/proc/{pid}/task/{pid}/children") as f:
-                    children = f.read().split()
-                child = int(children[0]) if children else None
+                child = _first_child(pid)
                 if child is None and _stat_fields(pid)[0] in ENDED_STATES:
                     return None  # nsenter ended, and its child with it
             if child is not None:
@@ -309,9 +321,15 @@ def forked_child(pid: int, controls_tty: bool = False) -> int | None:
                     return child
         except OSError:
             return child
-        time.sleep(delay)
+        await asyncio.sleep(delay)
         delay = min(delay * 2, 0.005)
     return child
+
+
+def _first_child(pid: int) -> int | None:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:  # /proc: answered from memory, never blocks
+        children = f.read().split()
+    return int(children[0]) if children else None
 
 
 def _stat_fields(pid: int) -> tuple[str, int, int]:

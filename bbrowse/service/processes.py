@@ -545,11 +545,11 @@ class ProcessManager:
 
         proc.on_finish(finished)
 
-    def spawn(self, session: Session, request: SpawnRequest) -> ManagedProcess:
+    async def spawn(self, session: Session, request: SpawnRequest) -> ManagedProcess:
         rows, cols = request.rows, request.cols
         if self.policy.kernel_vm and not {"rows", "cols"} <= request.model_fields_set:
             rows = cols = 0  # Go sets the size only when both are given: the PTY stays 0x0
-        child = launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols,
+        child = await launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols,
                        sandbox=sandbox_of(session))
         proc = ManagedProcess(child, request.command, policy=self.policy)
         self._register(session, proc, retain=True)
@@ -562,7 +562,7 @@ class ProcessManager:
         """Run to completion. A timeout ends it like `kill TERM` would; its exit code says so (143 or 137)."""
         capture = Capture()
         started = time.monotonic()
-        child = launch(request, session.workdir, sandbox=sandbox_of(session))
+        child = await launch(request, session.workdir, sandbox=sandbox_of(session))
         proc = ManagedProcess(child, request.command, sink=capture.append, policy=self.policy)
         self._register(session, proc, retain=False)
         kernel_timeout = request.timeout_sec if self.policy.kernel_vm else None

@@ -70,7 +70,7 @@ async def _process(request: Request, id_or_name: str, process_id: str) -> Manage
 @router.post(PREFIX + "/spawn", response_model=SpawnResult, responses=errors(403))
 async def spawn(id_or_name: str, body: SpawnRequest, request: Request) -> SpawnResult:
     session = await active_session(id_or_name, request)
-    proc = service_state(request).processes.spawn(session, body)
+    proc = await service_state(request).processes.spawn(session, body)
     return SpawnResult(process_id=proc.process_id, pid=proc.pid, started_at=proc.started_at)
 
 
