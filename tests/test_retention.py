@@ -218,7 +218,8 @@ async def test_an_ended_session_leaves_nothing_in_memory(tmp_path):
     state.retention.clock = lambda: now
     session = await state.sessions.create(BrowserCreateRequest())
     sid = session.session_id
-    shell = await state.processes.spawn(session, SpawnRequest(command="sh", args=["-c", "echo hello"], allocate_tty=True))
+    request = SpawnRequest(command="sh", args=["-c", "echo hello"], allocate_tty=True)
+    shell = await state.processes.spawn(session, request)
     await asyncio.wait_for(shell.finished.wait(), 10)
     held = {"browser": weakref.ref(state.browsers.browser(session)), "shell": weakref.ref(shell)}
     del shell
