@@ -45,7 +45,7 @@ fi
 # and bbrowse, several times faster than pip (docs/decisions.md); pip does it when uv cannot. uv compiles the
 # bytecode as pip does (it does not by default): else the suite's first processes compile the same modules at once.
 uv=$(grep -E '^uv==' requirements-dev.lock | cut -d' ' -f1)
-if { [ -x .venv/bin/uv ] || "$PY" -m pip --python .venv/bin/python install -q "$uv" 2>/dev/null \
+if { "$PY" -m pip --python .venv/bin/python install -q "$uv" 2>/dev/null \
        || .venv/bin/python -m pip install -q "$uv" 2>/dev/null; } \
    && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python --no-deps -r requirements-dev.lock \
    && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .; then

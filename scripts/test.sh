@@ -19,7 +19,7 @@ nice -n 10 .venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
 install_check=$!
 # Three workers a core, a test file each at a time: the tests wait on browsers, PTYs, timeouts and the network
 # for much of their time, which fewer workers leave idle (each worker starts its own services; files keep their
-# fixtures). At most eight: each worker's services and Chromiums take memory (six took ~1.5 GB in all).
+# fixtures). At most eight: each worker's services and Chromiums take memory (at six, 22.5 of 24 GB stayed free).
 # Files are handed out in collection order, the slowest first (tests/conftest.py SLOW_FILES), not by
 # their number of tests: a long file started last would run alone at the end.
 workers=$(( $(getconf _NPROCESSORS_ONLN) * 3 ))

@@ -55,8 +55,12 @@ def test_a_session_whose_id_went_to_a_stranger_who_also_exited_is_left_alone() -
             assert leader.stdin is not None
             leader.stdin.close()
             assert leader.wait(5) == 0
-        for fd, _ in guardian.poller.poll(5):
-            guardian.leader_exited(fd)
+        for _ in range(50):  # until the guardian has seen both leaders gone
+            for fd, _ in guardian.poller.poll(0.1):
+                guardian.leader_exited(fd)
+            if {ours.pid, stranger.pid} <= guardian.gone_at.keys():
+                break
+        assert {ours.pid, stranger.pid} <= guardian.gone_at.keys()
         # As if the id of the leader we were told of had gone to the stranger: seen gone before its job began.
         started = start_time(strangers_job)
         assert started is not None

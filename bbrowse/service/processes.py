@@ -550,7 +550,7 @@ class ProcessManager:
         if self.policy.kernel_vm and not {"rows", "cols"} <= request.model_fields_set:
             rows = cols = 0  # Go sets the size only when both are given: the PTY stays 0x0
         child = await launch(request, session.workdir, tty=request.allocate_tty, rows=rows, cols=cols,
-                       sandbox=sandbox_of(session))
+                             sandbox=sandbox_of(session))
         proc = ManagedProcess(child, request.command, policy=self.policy)
         self._register(session, proc, retain=True)
         proc.start(None if self.policy.kernel_vm else request.timeout_sec)  # Kernel's spawn ignores it
