@@ -92,6 +92,9 @@ class LoadReport:
     elapsed: float = 0.0
     cycles_seconds: float = 0.0
     load_average: float = 0.0
+    #: The longest this process's own event loop was late during the load (an echo in flight then was late by
+    #: as much here, whatever the service did).
+    client_lag_ms: float = 0.0
 
     def percentile(self, q: float) -> float:
         ms = sorted(self.echo_ms)
@@ -116,7 +119,8 @@ class LoadReport:
             f"{c.cycles} spawn/exit cycles ({c.cycle_workers} at a time), all at once: {self.elapsed:.1f} s "
             f"(load average {self.load_average:.1f})",
             f"echo under load: n={len(self.echo_ms)} p50 {statistics.median(self.echo_ms):.1f} ms, "
-            f"p99 {self.percentile(0.99):.1f} ms, max {max(self.echo_ms):.1f} ms",
+            f"p99 {self.percentile(0.99):.1f} ms, max {max(self.echo_ms):.1f} ms "
+            f"(the client's own loop late by up to {self.client_lag_ms:.0f} ms)",
             f"log streams: {sum(1 for n in self.stream_lines if n == c.log_lines)}/{c.streams} got all "
             f"{c.log_lines} lines, in order: {self.streams_in_order}",
             f"spawn/exit cycles: {self.cycles_done}/{c.cycles} in {self.cycles_seconds:.1f} s "
@@ -256,6 +260,20 @@ async def _watch_rss(pid: int, report: LoadReport, stop: asyncio.Event) -> None:
         await asyncio.sleep(0.2)
 
 
+#: How often the client's loop is looked at (`_watch_lag`).
+LAG_TICK_SECONDS = 0.02
+
+
+async def _watch_lag(report: LoadReport, stop: asyncio.Event) -> None:
+    """How late this process's loop wakes from a short sleep, at worst: the client's share of an echo's time
+    (its loop busy with the load's other work, or the process waiting for a CPU)."""
+    while not stop.is_set():
+        asked = time.perf_counter()
+        await asyncio.sleep(LAG_TICK_SECONDS)
+        late = (time.perf_counter() - asked - LAG_TICK_SECONDS) * 1000
+        report.client_lag_ms = max(report.client_lag_ms, late)
+
+
 def scaled(config: LoadConfig, fraction: float) -> LoadConfig:
     """A smaller load of the same shape (warm-up): every kind of work, fewer of each."""
     return LoadConfig(
@@ -311,7 +329,7 @@ async def run_load(
         before = await settle(pid, snapshot(pid), 5)
         report = LoadReport(config, before, peak_rss=before.rss)
         stop = asyncio.Event()
-        watcher = asyncio.create_task(_watch_rss(pid, report, stop))
+        watchers = [asyncio.create_task(_watch_rss(pid, report, stop)), asyncio.create_task(_watch_lag(report, stop))]
         started = time.perf_counter()
         try:
             await _load(clients, sid, config, logs / "followed.log", report)
@@ -319,7 +337,7 @@ async def run_load(
             report.elapsed = time.perf_counter() - started
             report.load_average = os.getloadavg()[0]
             stop.set()
-            await watcher
+            await asyncio.gather(*watchers)
             await clients.close()
         await asyncio.sleep(quiet_seconds)
         report.after = await settle(pid, before, config.settle_seconds)
