@@ -34,7 +34,7 @@ fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv --without-pip .venv  # uv installs into it (pip only where uv cannot, below): 2 s instead of 6
+  "$PY" -m venv --without-pip .venv  # uv installs into it (pip only where uv cannot, below)
 fi
 # The dev environment is the lock file's exact versions (every supported platform and Python, by markers), then
 # bbrowse itself; `pip check` (uv's) fails when pyproject.toml names a dependency the lock lacks. After changing

@@ -19,11 +19,11 @@ nice -n 10 .venv/bin/python scripts/check_install.py >"$install_log" 2>&1 &
 install_check=$!
 # Every worker imports every test module, and pytest rewrites each one's asserts on import: one collection first
 # writes the rewritten modules once (beside the type check), where the workers would each rewrite them all at once.
-.venv/bin/python -m pytest -p no:cacheprovider --collect-only -q >/dev/null 2>&1 || true
+.venv/bin/python -m pytest -p no:cacheprovider --collect-only -q "$@" >/dev/null 2>&1 || true
 # Two workers a core, a test file each at a time: the tests wait on browsers, PTYs, timeouts and the network for
 # much of their time, which fewer workers leave idle (each worker starts its own services; files keep their
-# fixtures). Three a core was faster still on a fast machine (docs/decisions.md) but starves a slower one's tests.
-# At most eight: each worker's services and Chromiums take memory (at six, 22.5 of 24 GB stayed free).
+# fixtures). More would starve a slower machine's tests (docs/decisions.md). At most eight: each worker's
+# services and Chromiums take memory.
 # Files are handed out in collection order, the slowest first (tests/conftest.py SLOW_FILES), not by
 # their number of tests: a long file started last would run alone at the end.
 workers=$(( $(getconf _NPROCESSORS_ONLN) * 2 ))

@@ -50,8 +50,8 @@ SLOW_SECONDS = 0.5
 
 
 def test_a_slow_fork_leaves_the_service_free_to_answer_meanwhile() -> None:
-    """Every request of the service waits while its loop does: the wait for a slow fork (seen: a second or more on
-    a loaded machine, every shell's echo held that long) must leave the loop to them."""
+    """Every request of the service waits while its loop does: the wait for a fork slowed by a busy machine must
+    leave the loop to them."""
     nsenter_like = subprocess.Popen([sys.executable, "-c", SLOW_FORK, str(SLOW_SECONDS)], start_new_session=True)
     leader = None
     try:
