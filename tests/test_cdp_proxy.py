@@ -26,6 +26,7 @@ import psutil
 import pytest
 import websockets
 from browser_support import browser_process, needs_chromium
+from browser_support import browser_session as new_session
 from conftest import ServiceHandle, start_service, stop_service
 from PIL import Image
 from playwright.async_api import async_playwright
@@ -47,11 +48,17 @@ def page_url(pages) -> str:
 
 @pytest.fixture
 async def browser_session(http: httpx.AsyncClient, page_url: str) -> AsyncIterator[dict]:
-    """A fresh session showing the red page (the tests here change what it shows)."""
-    r = await http.post("/browsers", json={"start_url": page_url, "viewport": VIEWPORT, "timeout_seconds": 600})
-    assert r.status_code == 200, r.text
-    yield r.json()
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    """A fresh session showing the red page, for a test that changes what it shows or kills its browser."""
+    async with new_session(http, start_url=page_url, viewport=VIEWPORT, timeout_seconds=600) as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+async def shared_session(http: httpx.AsyncClient, page_url: str) -> AsyncIterator[dict]:
+    """One red-page session for the tests that only read it (a Chromium start each saved). They leave it as
+    they found it: none navigates or restyles the page, and a raw client's CDP sessions end with its socket."""
+    async with new_session(http, start_url=page_url, viewport=VIEWPORT, timeout_seconds=600) as browser:
+        yield browser
 
 
 async def screenshot(http: httpx.AsyncClient, sid: str) -> Image.Image:
@@ -203,8 +210,8 @@ async def test_playwright_and_a_raw_client_at_once_while_screenshots_are_taken(
 # raw protocol ----------------------------------------------------------------
 
 
-async def test_malformed_messages_are_answered_and_the_client_carries_on(browser_session: dict) -> None:
-    raw = await RawCDP.connect(browser_session["cdp_ws_url"])
+async def test_malformed_messages_are_answered_and_the_client_carries_on(shared_session: dict) -> None:
+    raw = await RawCDP.connect(shared_session["cdp_ws_url"])
     try:
         await raw.ws.send("this is not json")
         assert "valid JSON" in (await raw.reply_to(None))["error"]["message"]
@@ -219,9 +226,9 @@ async def test_malformed_messages_are_answered_and_the_client_carries_on(browser
         await raw.ws.close()
 
 
-async def test_text_that_is_not_valid_unicode_reaches_the_client(browser_session: dict) -> None:
+async def test_text_that_is_not_valid_unicode_reaches_the_client(shared_session: dict) -> None:
     """A lone surrogate (JavaScript strings may hold one) crosses as JSON escapes, never breaking the socket."""
-    raw = await RawCDP.connect(browser_session["cdp_ws_url"])
+    raw = await RawCDP.connect(shared_session["cdp_ws_url"])
     try:
         page = await raw.attach_to_page()
         assert await raw.evaluate("String.fromCharCode(0xD800) + 'é'", page) == "\ud800é"
@@ -230,8 +237,8 @@ async def test_text_that_is_not_valid_unicode_reaches_the_client(browser_session
         await raw.ws.close()
 
 
-async def test_a_client_can_take_a_screenshot_itself(browser_session: dict) -> None:
-    raw = await RawCDP.connect(browser_session["cdp_ws_url"])
+async def test_a_client_can_take_a_screenshot_itself(shared_session: dict) -> None:
+    raw = await RawCDP.connect(shared_session["cdp_ws_url"])
     try:
         page = await raw.attach_to_page()
         shot = await raw.call("Page.captureScreenshot", {"format": "png"}, page)
@@ -288,8 +295,8 @@ async def test_deleting_the_session_closes_its_clients(http: httpx.AsyncClient, 
 # no door besides the service ------------------------------------------------
 
 
-async def test_chromium_listens_on_no_tcp_port(service: ServiceHandle, browser_session: dict) -> None:
-    tree = chromium_tree(service, browser_session["session_id"])
+async def test_chromium_listens_on_no_tcp_port(service: ServiceHandle, shared_session: dict) -> None:
+    tree = chromium_tree(service, shared_session["session_id"])
     assert len(tree) >= 2  # the browser and its helpers (zygote, renderer, ...)
     main_args = tree[0].cmdline()
     assert "--remote-debugging-pipe" in main_args
@@ -304,11 +311,11 @@ async def test_chromium_listens_on_no_tcp_port(service: ServiceHandle, browser_s
     assert listening == []
 
 
-async def test_nothing_the_service_started_holds_its_port(service: ServiceHandle, browser_session: dict) -> None:
+async def test_nothing_the_service_started_holds_its_port(service: ServiceHandle, shared_session: dict) -> None:
     """Under uvloop a spawn does not close the service's descriptors: an inheritable listening socket went to
     Xvfb, ffmpeg and Chromium, and would keep the port taken after the service died."""
     port = int(service.url.rsplit(":", 1)[1])
-    assert chromium_tree(service, browser_session["session_id"])  # at least a browser runs now
+    assert chromium_tree(service, shared_session["session_id"])  # at least a browser runs now
     holders = []
     for proc in psutil.Process(service.pid).children(recursive=True):
         try:
@@ -337,12 +344,10 @@ async def _refusal(url: str, **kwargs: Any) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-async def two_urls(http: httpx.AsyncClient) -> AsyncIterator[tuple[str, str]]:
-    """The `cdp_ws_url`s of two sessions (only connected to, never changed)."""
-    made = [(await http.post("/browsers", json={"timeout_seconds": 600})).json() for _ in range(2)]
-    yield made[0]["cdp_ws_url"], made[1]["cdp_ws_url"]
-    for browser in made:
-        await http.delete(f"/browsers/{browser['session_id']}")
+async def two_urls(http: httpx.AsyncClient, shared_session: dict) -> AsyncIterator[tuple[str, str]]:
+    """The `cdp_ws_url`s of two sessions (only connected to, never changed): the shared one and one more."""
+    async with new_session(http, timeout_seconds=600) as other:
+        yield shared_session["cdp_ws_url"], other["cdp_ws_url"]
 
 
 @pytest.mark.parametrize("case", ["wrong session", "forged", "alg none", "tampered", "missing", "bearer only"])

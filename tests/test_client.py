@@ -42,6 +42,12 @@ def client(service) -> BrowserClient:
     return BrowserClient(service.url, service.token)
 
 
+@pytest.fixture(scope="module")
+def browserless_client(browserless_service) -> BrowserClient:
+    """The client of the service without Chromium, for tests of session bookkeeping (no browser launch each)."""
+    return BrowserClient(browserless_service.url, browserless_service.token)
+
+
 async def _session(client: BrowserClient) -> AsyncIterator[str]:
     browser = await client.sessions.create(timeout_seconds=900)
     yield browser.session_id
@@ -60,9 +66,9 @@ async def sid(client: BrowserClient) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def own_sid(client: BrowserClient) -> AsyncIterator[str]:
-    """A fresh session, for a test about what a new one holds."""
-    async for session_id in _session(client):
+async def own_sid(browserless_client: BrowserClient) -> AsyncIterator[str]:
+    """A fresh session, for a test about what a new one holds (its records, not its browser: no Chromium)."""
+    async for session_id in _session(browserless_client):
         yield session_id
 
 
@@ -146,7 +152,8 @@ def without_jwt(browser: Browser) -> Browser:
     return browser.model_copy(update={"cdp_ws_url": browser.cdp_ws_url.partition("?jwt=")[0]})
 
 
-async def test_create_get_by_id_and_name_delete_then_gone(client: BrowserClient) -> None:
+async def test_create_get_by_id_and_name_delete_then_gone(browserless_client: BrowserClient) -> None:
+    client = browserless_client  # the client's side of session bookkeeping; test_sessions checks a real one
     name = f"c-{uuid.uuid4().hex[:8]}"
     browser = await client.sessions.create(name=name, timeout_seconds=120, tags={"team": "qa"},
                                            viewport={"width": 1024, "height": 768})
@@ -165,7 +172,8 @@ async def test_create_get_by_id_and_name_delete_then_gone(client: BrowserClient)
         await client.processes.spawn(browser.session_id, "true")
 
 
-async def test_duplicate_name_is_conflict_with_readable_message(client: BrowserClient) -> None:
+async def test_duplicate_name_is_conflict_with_readable_message(browserless_client: BrowserClient) -> None:
+    client = browserless_client  # names are session bookkeeping: no Chromium needed
     name = f"dup-{uuid.uuid4().hex[:8]}"
     first = await client.sessions.create(name=name)
     try:
@@ -423,8 +431,8 @@ async def test_logs_of_the_service_itself_and_unknown_sources(client: BrowserCli
 # --- replays and screenshots (Chromium-backed) ---------------------------------------------------
 
 
-async def test_replays_list_of_a_new_session_is_empty(client: BrowserClient, own_sid: str) -> None:
-    assert await client.replays.list(own_sid) == []
+async def test_replays_list_of_a_new_session_is_empty(browserless_client: BrowserClient, own_sid: str) -> None:
+    assert await browserless_client.replays.list(own_sid) == []
 
 
 async def test_screenshot_is_png_or_browser_unavailable(client: BrowserClient, sid: str) -> None:

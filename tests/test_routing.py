@@ -100,6 +100,7 @@ def test_the_three_error_shapes_are_one_typed_error(status: int, cls: type) -> N
 
 
 # ---------------------------------------------------------------------------------------- a real service
+# The one with no Chromium, but for Kernel's error shapes (--kernel-compat): routing never uses the browser.
 
 
 class Recorder:
@@ -138,19 +139,19 @@ def went_to_control_plane(request: httpx.Request, sid: str, service) -> bool:
 
 
 @pytest.fixture(scope="module")
-async def browser(service) -> AsyncIterator:
-    client = BrowserClient(service.url, service.token)
+async def browser(browserless_service) -> AsyncIterator:
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     created = await client.sessions.create(timeout_seconds=900)
     yield created
     with contextlib.suppress(Exception):
         await client.sessions.delete(created.session_id)
 
 
-async def test_process_fs_and_logs_calls_take_the_vm_route_without_the_api_key(service, browser) -> None:
+async def test_process_fs_and_logs_calls_take_the_vm_route_without_the_api_key(browserless_service, browser) -> None:
     sid = browser.session_id
-    async with recording_client(service) as (client, recorder):
+    async with recording_client(browserless_service) as (client, recorder):
         await client.sessions.get(sid)
-        assert went_to_control_plane(recorder.take()[0], sid, service)
+        assert went_to_control_plane(recorder.take()[0], sid, browserless_service)
         assert client.routes.get(sid).base_url == browser.base_url
 
         result = await client.processes.exec(sid, "sh", ["-c", "printf routed > routed.txt; pwd"])
@@ -167,25 +168,25 @@ async def test_process_fs_and_logs_calls_take_the_vm_route_without_the_api_key(s
 
         sent = recorder.take()
         assert len(sent) == 8
-        assert all(went_direct(request, sid, service) for request in sent), [str(r.url) for r in sent]
+        assert all(went_direct(request, sid, browserless_service) for request in sent), [str(r.url) for r in sent]
         tails = [request.url.path.removeprefix(f"/vm/{sid}/") for request in sent]
         assert tails[:2] == ["process/exec", "process/spawn"] and "fs/read_file" in tails and "logs/stream" in tails
 
         await client.replays.list(sid)  # not a VM subresource: the control plane, with the API key
-        assert went_to_control_plane(recorder.take()[0], sid, service)
+        assert went_to_control_plane(recorder.take()[0], sid, browserless_service)
 
 
-async def test_a_session_not_read_yet_is_called_on_the_control_plane_until_it_is(service, browser) -> None:
+async def test_a_session_not_read_yet_is_called_on_the_control_plane_until_it_is(browserless_service, browser) -> None:
     sid = browser.session_id
-    async with recording_client(service) as (client, recorder):
+    async with recording_client(browserless_service) as (client, recorder):
         await client.processes.exec(sid, "true")
-        assert went_to_control_plane(recorder.take()[0], sid, service)
+        assert went_to_control_plane(recorder.take()[0], sid, browserless_service)
         async for listed in client.sessions.list():  # a listing teaches the routes too
             if listed.session_id == sid:
                 break
         recorder.take()
         await client.processes.exec(sid, "true")
-        assert went_direct(recorder.take()[0], sid, service)
+        assert went_direct(recorder.take()[0], sid, browserless_service)
 
 
 async def spawn_counter(client: BrowserClient, sid: str) -> tuple[str, str]:
@@ -200,12 +201,12 @@ async def lines_of(client: BrowserClient, sid: str, path: str) -> list[str]:
 
 @pytest.mark.parametrize("call", ["spawn", "exec", "stdin"])
 async def test_a_refused_jwt_drops_the_route_and_the_call_runs_once_on_the_control_plane(
-    service, browser, call: str
+    browserless_service, browser, call: str
 ) -> None:
     """A VM that refuses the jwt ran nothing: the SDK resends once on the control plane, and so do we,
     for spawn, exec and stdin too. The call takes effect exactly once."""
     sid = browser.session_id
-    async with recording_client(service) as (client, recorder):
+    async with recording_client(browserless_service) as (client, recorder):
         await client.sessions.get(sid)
         counter, marker = await spawn_counter(client, sid)
         reader = None
@@ -225,17 +226,18 @@ async def test_a_refused_jwt_drops_the_route_and_the_call_runs_once_on_the_contr
             await client.processes.output(sid, reader.process_id)
 
         sent = recorder.take()
-        assert went_direct(sent[0], sid, service) and sent[0].url.params["jwt"] == stale.jwt
-        assert went_to_control_plane(sent[1], sid, service)
+        assert went_direct(sent[0], sid, browserless_service) and sent[0].url.params["jwt"] == stale.jwt
+        assert went_to_control_plane(sent[1], sid, browserless_service)
         assert sent[1].url.path == sent[0].url.path.replace(f"/vm/{sid}/", f"/browsers/{sid}/")
         assert sid not in client.routes  # dropped: later calls go to the control plane at once
-        assert all(went_to_control_plane(request, sid, service) for request in sent[1:])
+        assert all(went_to_control_plane(request, sid, browserless_service) for request in sent[1:])
         assert (await lines_of(client, sid, counter)).count(marker) == 1
 
 
-async def test_a_refused_jwt_on_the_control_plane_too_is_the_callers_401(service, browser) -> None:
-    async with httpx.AsyncClient(base_url=service.url, headers={"Authorization": "Bearer wrong"}, timeout=30) as http:
-        client = BrowserClient(service.url, "wrong", http=http)
+async def test_a_refused_jwt_on_the_control_plane_too_is_the_callers_401(browserless_service, browser) -> None:
+    async with httpx.AsyncClient(base_url=browserless_service.url, headers={"Authorization": "Bearer wrong"},
+                                 timeout=30) as http:
+        client = BrowserClient(browserless_service.url, "wrong", http=http)
         client.routes.remember(Route(browser.session_id, browser.base_url, "forged.jwt.value"))
         with pytest.raises(Unauthorized):
             await client.processes.exec(browser.session_id, "true")
@@ -243,13 +245,13 @@ async def test_a_refused_jwt_on_the_control_plane_too_is_the_callers_401(service
 
 
 async def test_with_no_retries_a_refused_jwt_is_raised_and_the_next_call_takes_the_control_plane(
-    service, browser
+    browserless_service, browser
 ) -> None:
     """As the SDK with `max_retries=0`: no resend, but the route is gone for the next call."""
     sid = browser.session_id
-    config = ClientConfig(service.url, service.token, retry=NO_RETRY)
+    config = ClientConfig(browserless_service.url, browserless_service.token, retry=NO_RETRY)
     recorder = Recorder()
-    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=30,
+    async with httpx.AsyncClient(base_url=browserless_service.url, headers=browserless_service.headers, timeout=30,
                                  event_hooks={"request": [recorder]}) as http:
         client = BrowserClient(config=config, http=http)
         client.routes.remember(Route(sid, browser.base_url, "forged.jwt.value"))
@@ -258,7 +260,7 @@ async def test_with_no_retries_a_refused_jwt_is_raised_and_the_next_call_takes_t
         assert "jwt" in refused.value.message and "jwt=" not in str(refused.value.url)
         assert len(recorder.take()) == 1 and sid not in client.routes
         assert (await client.processes.exec(sid, "true")).exit_code == 0
-        assert went_to_control_plane(recorder.take()[0], sid, service)
+        assert went_to_control_plane(recorder.take()[0], sid, browserless_service)
 
 
 @contextlib.asynccontextmanager
@@ -279,9 +281,11 @@ async def dropping_server() -> AsyncIterator[tuple[str, list[int]]]:
 
 
 @pytest.mark.parametrize("call", ["spawn", "exec", "stdin"])
-async def test_spawn_exec_and_stdin_are_never_resent_after_a_dropped_connection(service, browser, call) -> None:
+async def test_spawn_exec_and_stdin_are_never_resent_after_a_dropped_connection(
+    browserless_service, browser, call
+) -> None:
     sid = browser.session_id
-    async with dropping_server() as (url, accepted), recording_client(service) as (client, recorder):
+    async with dropping_server() as (url, accepted), recording_client(browserless_service) as (client, recorder):
         client.routes.remember(Route(sid, f"{url}/vm/{sid}", JWT))
         with pytest.raises(ConnectionLost):
             if call == "spawn":
@@ -298,9 +302,9 @@ async def test_spawn_exec_and_stdin_are_never_resent_after_a_dropped_connection(
         assert len(accepted) == 1 + client.config.retry.attempts
 
 
-async def test_attach_goes_through_the_vm_and_falls_back_on_a_refused_jwt(service, browser) -> None:
+async def test_attach_goes_through_the_vm_and_falls_back_on_a_refused_jwt(browserless_service, browser) -> None:
     sid = browser.session_id
-    client = BrowserClient(service.url, service.token)
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     await client.sessions.get(sid)
     proc = await client.processes.spawn(sid, "sh", ["-c", "read line; echo got-$line"], allocate_tty=True)
     async with client.processes.attach(sid, proc.process_id) as term:
@@ -313,15 +317,16 @@ async def test_attach_goes_through_the_vm_and_falls_back_on_a_refused_jwt(servic
     proc = await client.processes.spawn(sid, "cat", allocate_tty=True)
     client.routes.remember(Route(sid, browser.base_url, "forged.jwt.value"))
     async with client.processes.attach(sid, proc.process_id) as term:
-        assert not term.direct and term.url.startswith(f"{service.url.replace('http', 'ws', 1)}/browsers/{sid}/")
+        control_plane = browserless_service.url.replace("http", "ws", 1)
+        assert not term.direct and term.url.startswith(f"{control_plane}/browsers/{sid}/")
         await term.send(b"\x04")
         async for _ in term:
             pass
     assert sid not in client.routes and term.exit_code == 0
 
 
-async def test_deleting_a_session_forgets_its_route(service) -> None:
-    client = BrowserClient(service.url, service.token)
+async def test_deleting_a_session_forgets_its_route(browserless_service) -> None:
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     created = await client.sessions.create(timeout_seconds=60)
     assert created.session_id in client.routes
     await client.sessions.delete(created.session_id)

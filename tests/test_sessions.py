@@ -31,7 +31,8 @@ async def test_create_get_by_id_and_name(http: httpx.AsyncClient) -> None:
     assert (await http.delete(f"/browsers/{name}")).status_code == 204
 
 
-async def test_duplicate_name_is_409_conflict(http: httpx.AsyncClient) -> None:
+async def test_duplicate_name_is_409_conflict(browserless_http: httpx.AsyncClient) -> None:
+    http = browserless_http  # names are session bookkeeping: no Chromium needed
     name = f"dup-{uuid.uuid4().hex[:8]}"
     first = await http.post("/browsers", json={"name": name})
     second = await http.post("/browsers", json={"name": name})
@@ -45,7 +46,8 @@ async def test_duplicate_name_is_409_conflict(http: httpx.AsyncClient) -> None:
     await http.delete(f"/browsers/{name}")
 
 
-async def test_deleted_session_answers_410_and_is_listed_as_deleted(http: httpx.AsyncClient) -> None:
+async def test_deleted_session_answers_410_and_is_listed_as_deleted(browserless_http: httpx.AsyncClient) -> None:
+    http = browserless_http  # deletion is session bookkeeping: no Chromium needed
     sid = (await http.post("/browsers", json={})).json()["session_id"]
     assert (await http.delete(f"/browsers/{sid}")).status_code == 204
     gone = await http.get(f"/browsers/{sid}")

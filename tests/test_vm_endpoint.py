@@ -40,31 +40,40 @@ def assert_points_at_its_vm(browser: dict, service_url: str) -> None:
 
 
 async def test_every_browser_object_carries_base_url_and_a_session_jwt(
-    http: httpx.AsyncClient, service: ServiceHandle
+    browserless_http: httpx.AsyncClient, browserless_service: ServiceHandle
 ) -> None:
+    http, url = browserless_http, browserless_service.url  # the URLs and jwt need no Chromium
     created = await http.post("/browsers", json={"name": "vm-endpoint-objects"})
     assert created.status_code == 200, created.text
     sid = created.json()["session_id"]
     try:
-        assert_points_at_its_vm(created.json(), service.url)
+        assert_points_at_its_vm(created.json(), url)
         by_id = await http.get(f"/browsers/{sid}")
         by_name = await http.get("/browsers/vm-endpoint-objects")
-        listed = [b for b in (await http.get("/browsers", params={"limit": 100})).json() if b["session_id"] == sid]
+        # by its id: this service's other sessions (other files' on this worker) may fill a page
+        page = (await http.get("/browsers", params={"limit": 100, "query": sid})).json()
+        listed = [b for b in page if b["session_id"] == sid]
         for browser in (by_id.json(), by_name.json(), *listed):
-            assert_points_at_its_vm(browser, service.url)
+            assert_points_at_its_vm(browser, url)
         assert len(listed) == 1
     finally:
         await http.delete(f"/browsers/{sid}")
 
 
 async def test_base_url_uses_the_address_the_client_came_to(
-    http: httpx.AsyncClient, service: ServiceHandle, module_session_id: str
+    browserless_http: httpx.AsyncClient, browserless_service: ServiceHandle
 ) -> None:
     """A client through a tunnel or another name for the host gets URLs it can reach, not the bind address."""
-    port = urlsplit(service.url).port
-    r = await http.get(f"/browsers/{module_session_id}", headers={"Host": f"localhost:{port}"})
-    assert r.json()["base_url"] == f"http://localhost:{port}/vm/{module_session_id}"
-    assert r.json()["cdp_ws_url"].startswith(f"ws://localhost:{port}/vm/{module_session_id}/cdp?jwt=")
+    port = urlsplit(browserless_service.url).port
+    created = await browserless_http.post("/browsers", json={})
+    assert created.status_code == 200, created.text
+    sid = created.json()["session_id"]
+    try:
+        r = await browserless_http.get(f"/browsers/{sid}", headers={"Host": f"localhost:{port}"})
+        assert r.json()["base_url"] == f"http://localhost:{port}/vm/{sid}"
+        assert r.json()["cdp_ws_url"].startswith(f"ws://localhost:{port}/vm/{sid}/cdp?jwt=")
+    finally:
+        await browserless_http.delete(f"/browsers/{sid}")
 
 
 # the official SDK with its default routing -------------------------------------------------------
@@ -83,17 +92,24 @@ class Recorder:
         return self.sent[mark:]
 
 
-@pytest.fixture(params=["default", "kernel-compat"])
+@pytest.fixture(scope="module", params=["default", "kernel-compat"])
 def target(request: pytest.FixtureRequest) -> ServiceHandle:
-    return request.getfixturevalue("service" if request.param == "default" else "compat_service")
+    """The default mode on the service with no Chromium (these calls never use the browser), and --kernel-compat."""
+    return request.getfixturevalue("browserless_service" if request.param == "default" else "compat_service")
 
 
-@pytest.fixture
-def routed(target: ServiceHandle) -> Iterator[tuple[Kernel, Recorder, dict]]:
-    """The SDK with default routing, its recorder, and a session it created (so it has seen the Browser)."""
+def recording_sdk(target: ServiceHandle) -> tuple[Kernel, Recorder]:
+    """The SDK with default routing, and the recorder of what it sends."""
     recorder = Recorder()
     http_client = httpx.Client(event_hooks={"response": [recorder]}, timeout=30)
-    sdk = Kernel(api_key=target.token, base_url=target.url, http_client=http_client, max_retries=0)
+    return Kernel(api_key=target.token, base_url=target.url, http_client=http_client, max_retries=0), recorder
+
+
+@pytest.fixture(scope="module")
+def routed(target: ServiceHandle) -> Iterator[tuple[Kernel, Recorder, dict]]:
+    """The SDK, its recorder, and a session it created (so it has seen the Browser), one per service for the module:
+    on --kernel-compat a session costs a Chromium. Its SDK is only the sends test's; other tests make their own."""
+    sdk, recorder = recording_sdk(target)
     browser = sdk.browsers.create(timeout_seconds=600).model_dump()
     try:
         yield sdk, recorder, browser
@@ -182,18 +198,22 @@ def test_official_sdk_falls_back_to_the_control_plane_when_its_jwt_is_refused(
     """A 401 from the VM endpoint (here: a cached jwt that was never valid) makes the SDK drop the route and
     retry once on the control plane with the API key, as it does against Kernel's cloud (the retry takes
     one of the SDK's retries: its default allows two; this module's client allows none unless told)."""
-    sdk, recorder, browser = routed
+    browser = routed[2]
     sid = browser["session_id"]
-    sdk.browser_route_cache.set(BrowserRoute(session_id=sid, base_url=browser["base_url"], jwt="stale." * 3))
-    mark = len(recorder.sent)
-    ran = sdk.with_options(max_retries=1).browsers.process.exec(sid, command="echo", args=["retried"])
-    assert base64.b64decode(ran.stdout_b64) == b"retried\n"
-    first, second = recorder.since(mark)
-    assert first.url.path == f"/vm/{sid}/process/exec" and "authorization" not in first.headers
-    assert second.url.path == f"/browsers/{sid}/process/exec"
-    assert second.headers["authorization"] == f"Bearer {target.token}" and "jwt" not in second.url.params
-    # reading the browser again hands the SDK a fresh route, and the next call goes direct again
-    browser = sdk.browsers.retrieve(sid).model_dump()
-    mark = len(recorder.sent)
-    sdk.browsers.process.exec(sid, command="true")
-    assert_went_to_the_vm(recorder.since(mark), browser, "/process/exec")
+    sdk, recorder = recording_sdk(target)  # its own: the stale route and the fresh jwt stay out of the sends test
+    try:
+        sdk.browser_route_cache.set(BrowserRoute(session_id=sid, base_url=browser["base_url"], jwt="stale." * 3))
+        mark = len(recorder.sent)
+        ran = sdk.with_options(max_retries=1).browsers.process.exec(sid, command="echo", args=["retried"])
+        assert base64.b64decode(ran.stdout_b64) == b"retried\n"
+        first, second = recorder.since(mark)
+        assert first.url.path == f"/vm/{sid}/process/exec" and "authorization" not in first.headers
+        assert second.url.path == f"/browsers/{sid}/process/exec"
+        assert second.headers["authorization"] == f"Bearer {target.token}" and "jwt" not in second.url.params
+        # reading the browser again hands the SDK a fresh route, and the next call goes direct again
+        browser = sdk.browsers.retrieve(sid).model_dump()
+        mark = len(recorder.sent)
+        sdk.browsers.process.exec(sid, command="true")
+        assert_went_to_the_vm(recorder.since(mark), browser, "/process/exec")
+    finally:
+        sdk.close()
