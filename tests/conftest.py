@@ -313,6 +313,27 @@ async def module_session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
     await http.delete(f"/browsers/{sid}")
 
 
+@pytest.fixture(scope="module")
+async def browserless_module_session_id(browserless_http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One session for a whole module on the service with no Chromium, for tests whose subject is not the
+    browser (files, processes, logs of files, the CLI's commands): no Chromium start at all."""
+    r = await browserless_http.post("/browsers", json={"timeout_seconds": 600})
+    assert r.status_code == 200, r.text
+    sid = r.json()["session_id"]
+    yield sid
+    await browserless_http.delete(f"/browsers/{sid}")
+
+
+@pytest.fixture
+def browserless_sdk(browserless_service: ServiceHandle):
+    """The official SDK as `sdk` gives it (a client per test), on the service with no Chromium."""
+    from kernel import Kernel
+
+    client = Kernel(api_key=browserless_service.token, base_url=browserless_service.url, max_retries=0)
+    yield client
+    client.close()
+
+
 @pytest.fixture
 async def session_id(http: httpx.AsyncClient) -> AsyncIterator[str]:
     """A fresh browser session for one test, deleted afterwards."""

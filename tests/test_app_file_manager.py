@@ -56,18 +56,18 @@ def test_local_paths_complete_as_a_shell_does(tmp_path: Path) -> None:
 # the pane against the service ------------------------------------------------------------
 
 
-@pytest.fixture
-def session_id(module_session_id: str) -> str:
-    """The module's session: these tests use its files and processes, not a browser of their own (a session
-    create starts a Chromium); each test works in a directory of its own (`area`)."""
-    return module_session_id
+@pytest.fixture(scope="module")
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module, on the service with no Chromium: these tests use its files and processes,
+    never its browser; each test works in a directory of its own (`area`)."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def area(service: ServiceHandle, session_id: str) -> Path:
+def area(browserless_service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the test's session: str() is the path inside, what the pane is asked about; file
     operations act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, f"files-{secrets.token_hex(4)}")
+    return session_area(browserless_service, session_id, f"files-{secrets.token_hex(4)}")
 
 
 async def open_at(pilot, app: BbrowseApp, session_id: str, directory: Path) -> FilesPane:
@@ -111,7 +111,9 @@ def progress_label(pane: FilesPane) -> str:
     return str(pane.query_one("#files-progress-label").render())
 
 
-async def test_upload_a_file_with_completion_and_a_directory_with_progress(service, session_id, area, tmp_path) -> None:
+async def test_upload_a_file_with_completion_and_a_directory_with_progress(
+    browserless_service, session_id, area, tmp_path,
+) -> None:
     remote = area / "remote"
     remote.mkdir()
     local = tmp_path / "local"
@@ -122,7 +124,7 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
     (site / "index.html").write_text("<h1>hi</h1>")
     (site / "css" / "big.css").write_bytes(os.urandom(6 * 1024 * 1024))
 
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
         pane = await open_at(pilot, app, session_id, remote)
         await pilot.press("u")
@@ -166,14 +168,14 @@ async def test_upload_a_file_with_completion_and_a_directory_with_progress(servi
         await wait_for(pilot, lambda: not pane.query_one("#files-prompt").has_class("open"))
 
 
-async def test_new_directory_rename_move_mode_and_delete(service, session_id, area) -> None:
+async def test_new_directory_rename_move_mode_and_delete(browserless_service, session_id, area) -> None:
     remote = area / "remote"
     remote.mkdir()
     (remote / "a.txt").write_text("a")
     (remote / "b.txt").write_text("b")
     (remote / "a.txt").chmod(0o644)
 
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
         pane = await open_at(pilot, app, session_id, remote)
 
@@ -234,14 +236,14 @@ async def test_new_directory_rename_move_mode_and_delete(service, session_id, ar
         await wait_for(pilot, lambda: "made/" not in labels(pane))
 
 
-async def test_download_a_directory_as_a_zip(service, session_id, area, tmp_path, monkeypatch) -> None:
+async def test_download_a_directory_as_a_zip(browserless_service, session_id, area, tmp_path, monkeypatch) -> None:
     remote = area / "remote"
     (remote / "site" / "css").mkdir(parents=True)
     (remote / "site" / "index.html").write_text("<h1>hi</h1>")
     (remote / "site" / "css" / "main.css").write_text("body{}")
     downloads = use_downloads_dir(monkeypatch, tmp_path)
 
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
         pane = await open_at(pilot, app, session_id, remote)
         await highlight(pilot, pane, remote / "site")
@@ -255,13 +257,13 @@ async def test_download_a_directory_as_a_zip(service, session_id, area, tmp_path
         assert "Saved" in progress_label(pane) and str(pane.last_saved) in progress_label(pane)
 
 
-async def test_the_listing_follows_changes_made_on_the_instance(service, session_id, area) -> None:
+async def test_the_listing_follows_changes_made_on_the_instance(browserless_service, session_id, area) -> None:
     remote = area / "remote"
     (remote / "sub").mkdir(parents=True)
     (remote / "sub" / "inner.txt").write_text("x")
     (remote / "keep.txt").write_text("x")
 
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(160, 45)) as pilot:
         pane = await open_at(pilot, app, session_id, remote)
         sub = pane.file_tree.node_for_path(str(remote / "sub"))
@@ -283,11 +285,11 @@ async def test_the_listing_follows_changes_made_on_the_instance(service, session
         await wait_for(pilot, lambda: sorted(labels(pane, remote / "sub")) == ["deep.txt", "moved.txt"])
 
 
-async def test_replies_that_come_after_the_pane_is_gone_draw_nothing(service, session_id, area) -> None:
+async def test_replies_that_come_after_the_pane_is_gone_draw_nothing(browserless_service, session_id, area) -> None:
     """A file's details or a path's lookup that arrives after the pane was taken apart (the session screen
     closed, the app quit) is a message to a pane that is gone, never drawn (a worker's failure fails the app)."""
     (area / "a.txt").write_text("x")
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(120, 30)) as pilot:
         pane = await open_at(pilot, app, session_id, area)
         await until_settled(app)  # the tree's own highlight would start a lookup that replaces the first one

@@ -58,18 +58,18 @@ class Greeter:
 
 
 
-@pytest.fixture
-def session_id(module_session_id: str) -> str:
-    """The module's session: these tests use its files and processes, not a browser of their own (a session
-    create starts a Chromium); each test works in a directory of its own (`area`)."""
-    return module_session_id
+@pytest.fixture(scope="module")
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module, on the service with no Chromium: these tests use its files and processes,
+    never its browser; each test works in a directory of its own (`area`)."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def area(service: ServiceHandle, session_id: str) -> Path:
+def area(browserless_service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the test's session: str() is the path inside, what the pane is asked to show;
     file operations act on the same files from outside (conftest.session_area)."""
-    return session_area(service, session_id, f"files-{secrets.token_hex(4)}")
+    return session_area(browserless_service, session_id, f"files-{secrets.token_hex(4)}")
 
 
 async def open_pane(pilot, app: BbrowseApp, session_id: str) -> FilesPane:
@@ -100,16 +100,16 @@ def has_colour_other_than(strips, default: Style) -> bool:
 
 
 async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
-    service, http: httpx.AsyncClient, session_id: str, area: Path,
+    browserless_service, browserless_http: httpx.AsyncClient, session_id: str, area: Path,
 ) -> None:
     (area / "sub").mkdir()
     (area / "a.txt").write_bytes(b"hello")
     (area / "a.txt").chmod(0o640)
     (area / "b.py").write_bytes(PYTHON_SOURCE)
-    pwd = (await http.post(f"/browsers/{session_id}/process/exec", json={"command": "pwd"})).json()
+    pwd = (await browserless_http.post(f"/browsers/{session_id}/process/exec", json={"command": "pwd"})).json()
     working_directory = base64.b64decode(pwd["stdout_b64"]).decode().strip()
 
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await wait_for(pilot, lambda: pane.file_tree.root_path == working_directory)
@@ -132,8 +132,10 @@ async def test_tree_starts_at_the_working_directory_and_lists_a_directory(
         await wait_for(pilot, lambda: pane.file_tree.root_path == working_directory)
 
 
-async def test_go_to_a_missing_path_shows_the_service_error(service, session_id: str, tmp_path: Path) -> None:
-    app = make_app(service)
+async def test_go_to_a_missing_path_shows_the_service_error(
+    browserless_service, session_id: str, tmp_path: Path,
+) -> None:
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, tmp_path / "nope")
@@ -145,9 +147,9 @@ async def test_go_to_a_missing_path_shows_the_service_error(service, session_id:
         assert isinstance(app.screen, PaneScreen)
 
 
-async def test_a_python_file_opens_highlighted(service, session_id: str, area: Path) -> None:
+async def test_a_python_file_opens_highlighted(browserless_service, session_id: str, area: Path) -> None:
     (area / "greet.py").write_bytes(PYTHON_SOURCE)
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, area)
@@ -166,10 +168,10 @@ async def test_a_python_file_opens_highlighted(service, session_id: str, area: P
         assert "greet.py" in str(viewer.query_one("#viewer-title").render())
 
 
-async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, area: Path) -> None:
+async def test_a_binary_file_shows_a_hex_dump(browserless_service, session_id: str, area: Path) -> None:
     target = area / "blob.bin"
     target.write_bytes(bytes(range(256)) * 4)
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, target)  # a file: its directory is shown and the file opened
@@ -186,7 +188,7 @@ async def test_a_binary_file_shows_a_hex_dump(service, session_id: str, area: Pa
 
 
 async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
-    service, session_id: str, area: Path, tmp_path: Path, monkeypatch,
+    browserless_service, session_id: str, area: Path, tmp_path: Path, monkeypatch,
 ) -> None:
     data = os.urandom(3 * 1024 * 1024 + 7)
     source = area / "remote" / "data.bin"
@@ -195,7 +197,7 @@ async def test_save_writes_the_file_byte_exact_with_a_progress_bar(
     out = use_downloads_dir(monkeypatch, tmp_path)
     out.mkdir()
     (out / "data.bin").write_bytes(b"already here")  # never overwritten
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, source)
@@ -234,7 +236,7 @@ def _fds_open_on(pid: int, path: Path) -> int:
 
 
 async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
-    service, session_id: str, area: Path,
+    browserless_service, session_id: str, area: Path,
 ) -> None:
     big = area / "big.log"
     line = b"2024-05-01T12:00:00Z INFO request served path=/index.html status=200 bytes=5120\n"
@@ -243,7 +245,7 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
         for _ in range(50):
             f.write(block)
     size = big.stat().st_size
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         viewer = pane.viewer
@@ -255,7 +257,7 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
         # the stream was cut: the viewer received a bounded amount, and the service closed the file
         assert viewer.bytes_received <= FIRST_READ + 64 * 1024
         assert viewer.total_size == size and not viewer.complete
-        await wait_for(pilot, lambda: _fds_open_on(service.pid, big) == 0)
+        await wait_for(pilot, lambda: _fds_open_on(browserless_service.pid, big) == 0)
         assert "m (or scrolling past the end) loads more" in viewer.lines.row_text(viewer.lines.row_count - 1)
 
         await pilot.press("m")
@@ -271,12 +273,12 @@ async def test_a_large_file_shows_its_first_screen_without_reading_it_all(
 
 
 async def test_an_image_file_is_drawn_as_an_image(
-    service, session_id: str, area: Path, monkeypatch: pytest.MonkeyPatch,
+    browserless_service, session_id: str, area: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(ENV_IMAGE_RENDERING, "halfcell")
     target = area / "picture.bin"  # no extension: recognised by its magic bytes
     PILImage.new("RGB", (64, 32), (200, 30, 30)).save(target, format="PNG")
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 36)) as pilot:
         pane = await open_pane(pilot, app, session_id)
         await go_to(pilot, pane, target)

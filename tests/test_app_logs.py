@@ -39,11 +39,24 @@ def make_app(url: str, token: str) -> BbrowseApp:
     return BbrowseApp(target=Target(ClientConfig(url, token), "remote"))
 
 
-@pytest.fixture
-def session_id(module_session_id: str) -> str:
-    """The module's session: these tests use its files and processes, not a browser of their own (a session
-    create starts a Chromium); each test works in a directory of its own (`area`)."""
-    return module_session_id
+@pytest.fixture(scope="module")
+def service(browserless_service: ServiceHandle) -> ServiceHandle:
+    """The service with no Chromium, for every test here (overrides conftest's): the panes show files and the
+    service's own log, never a browser (its `chromium` log, the default pane, is offered all the same)."""
+    return browserless_service
+
+
+@pytest.fixture(scope="module")
+def http(browserless_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """Raw HTTP to that same service (overrides conftest's)."""
+    return browserless_http
+
+
+@pytest.fixture(scope="module")
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module (overrides conftest's per-test one): these tests use its files, not a browser;
+    each test works in a directory of its own (`area`)."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
@@ -98,7 +111,9 @@ async def test_a_line_appended_to_a_file_appears_in_a_pane_opened_with_the_form(
         pane = await open_logs_screen(app, pilot, session_id)
         assert "No log open" in str(pane.query_one("#logs-empty").render())
         await pilot.press("o")
-        await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen))
+        # the list of programs first: it grows the centred form, which moves the radio buttons up
+        await wait_for(pilot, lambda: screen_shown(app, OpenLogScreen)
+                       and app.screen.query_one(OptionList).option_count > 0)
         await pilot.click("#source-path")
         await type_text(pilot, f"{area}/app-ev")
         path_input = app.screen.query_one("#open-log-path")

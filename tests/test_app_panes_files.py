@@ -25,14 +25,16 @@ def rows(widget) -> list[str]:
     return ["".join(segment.text for segment in widget.render_line(y)) for y in range(widget.size.height)]
 
 
-async def test_files_at_80_columns_save_paths_zip_images_and_hex(service, module_session_id) -> None:
-    session_id = module_session_id
+async def test_files_at_80_columns_save_paths_zip_images_and_hex(
+    browserless_service, browserless_module_session_id
+) -> None:
+    session_id = browserless_module_session_id  # its files only, never its browser
     root = f"/tmp/newcomer-{uuid.uuid4().hex[:6]}/a-rather-long-directory-name/and-the-part-that-matters"
-    client = BrowserClient(service.url, service.token)
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     for name, data in (("a.txt", b"alpha\n"), ("b.txt", b"bravo\n"), ("fake.png", b"\x89PNG\r\n\x1a\n"),
                        ("bytes.bin", bytes(range(256)) * 2)):
         await client.fs.write_file(session_id, f"{root}/{name}", data)
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         pane = FilesPane(session_id)

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from app_support import accept_save_dialog, make_app, screen_shown, type_text, use_downloads_dir, wait_for
+from conftest import ServiceHandle
 from textual.app import ComposeResult
 from textual.screen import Screen
 
@@ -38,16 +39,29 @@ def status(panel: LogPanel) -> str:
     return panel.query_one(LogStatus).text
 
 
+@pytest.fixture(scope="module")
+def service(browserless_service: ServiceHandle) -> ServiceHandle:
+    """The service with no Chromium, for every test here (overrides conftest's): the panes show files, never a
+    browser."""
+    return browserless_service
+
+
+@pytest.fixture(scope="module")
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module on that service (overrides conftest's per-test one)."""
+    return browserless_module_session_id
+
+
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
-async def test_search_and_filter_prompts_show_what_is_typed_with_a_label(service, module_session_id, size) -> None:
+async def test_search_and_filter_prompts_show_what_is_typed_with_a_label(service, session_id, size) -> None:
     path = f"/tmp/prompt-{uuid.uuid4().hex[:8]}.log"
     client = BrowserClient(service.url, service.token)
-    await client.fs.write_file(module_session_id, path, "".join(f"line {i} {'odd' if i % 2 else 'even'}\n"
-                                                               for i in range(10)).encode())
+    await client.fs.write_file(session_id, path, "".join(f"line {i} {'odd' if i % 2 else 'even'}\n"
+                                                        for i in range(10)).encode())
     app = make_app(service)
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
-        await app.push_screen(LogsScreen(module_session_id))
+        await app.push_screen(LogsScreen(session_id))
         pane = app.screen.query_one(LogsPane)
         panel = await pane.open_log(LogTarget(LogSource.PATH, path))
         await wait_for(pilot, lambda: "10 lines" in status(panel))
@@ -62,18 +76,18 @@ async def test_search_and_filter_prompts_show_what_is_typed_with_a_label(service
 
 
 async def test_line_times_missing_paths_a_log_opened_twice_and_saving_with_a_filter(
-    service, module_session_id, monkeypatch, tmp_path
+    service, session_id, monkeypatch, tmp_path
 ) -> None:
     downloads = use_downloads_dir(monkeypatch, tmp_path)
     path = f"/tmp/times-{uuid.uuid4().hex[:8]}.log"
     client = BrowserClient(service.url, service.token)
-    await client.fs.write_file(module_session_id, path,
+    await client.fs.write_file(session_id, path,
                                b"2026-11-26T09:15:01.250 own time\nno time here\n"
                                b"2026-11-26T09:15:02.500 error two\n")
     app = make_app(service)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
-        await app.push_screen(LogsScreen(module_session_id))
+        await app.push_screen(LogsScreen(session_id))
         pane = app.screen.query_one(LogsPane)
         panel = await pane.open_log(LogTarget(LogSource.PATH, path))
         await wait_for(pilot, lambda: "3 lines" in status(panel))

@@ -11,23 +11,17 @@ import os
 import secrets
 import shlex
 import subprocess
-from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 from cli_support import BBROWSE, PtyProcess, assert_one_line_error, bb, bb_here, cli_env
 from conftest import session_area
 
 
 @pytest.fixture(scope="module")
-async def session_id(browserless_http: httpx.AsyncClient) -> AsyncIterator[str]:
+def session_id(browserless_module_session_id: str) -> str:
     """One session for the module, on the service with no Chromium (these commands never use the browser): its
     tests leave nothing another sees."""
-    r = await browserless_http.post("/browsers", json={"timeout_seconds": 600})
-    assert r.status_code == 200, r.text
-    sid = r.json()["session_id"]
-    yield sid
-    await browserless_http.delete(f"/browsers/{sid}")
+    return browserless_module_session_id
 
 
 @pytest.fixture

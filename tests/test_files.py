@@ -1,4 +1,7 @@
-"""The files area over real HTTP and through the official SDK: read_file, list_files, file_info and their errors."""
+"""The files area over real HTTP and through the official SDK: read_file, list_files, file_info and their errors.
+
+All on the service with no Chromium: nothing here uses a session's browser.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
+import kernel
 import psutil
 import pytest
 from conftest import session_area
@@ -23,16 +27,28 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="module")
-def session_id(module_session_id: str) -> str:
-    """One session for the whole module (overrides the per-test one)."""
-    return module_session_id
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the whole module (overrides the per-test one), on the service with no Chromium."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def tmp_path(service: ServiceHandle, session_id: str) -> Path:
+def http(browserless_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """Raw HTTP to the service that holds the module's session (overrides conftest's)."""
+    return browserless_http
+
+
+@pytest.fixture
+def sdk(browserless_sdk: kernel.Kernel) -> kernel.Kernel:
+    """conftest's `sdk` (a client per test, see there), on the service that holds the module's session."""
+    return browserless_sdk
+
+
+@pytest.fixture
+def tmp_path(browserless_service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
     this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
-    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
+    return session_area(browserless_service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 def _fs(session_id: str, op: str) -> str:
@@ -84,8 +100,9 @@ async def test_read_file_streams_random_binary_byte_exact(
 
 
 async def test_read_file_of_a_huge_file_starts_at_once_and_stays_out_of_memory(
-    http: httpx.AsyncClient, session_id: str, tmp_path: Path, service: ServiceHandle
+    http: httpx.AsyncClient, session_id: str, tmp_path: Path, browserless_service: ServiceHandle
 ) -> None:
+    service = browserless_service
     target = tmp_path / "huge.bin"
     size = 1 << 30  # sparse: a 1 GiB file that costs no disk
     target.write_bytes(b"HEAD")

@@ -2,7 +2,8 @@
 and stops it, while another process (a shell) changes the directory.
 
 Each test reads events on a thread (the SDK's stream is blocking) into a queue and waits on the queue
-with a deadline: no sleeps, every wait bounded.
+with a deadline: no sleeps, every wait bounded. All on the service with no Chromium: nothing here uses a
+session's browser.
 """
 
 from __future__ import annotations
@@ -27,15 +28,22 @@ WAIT_SECONDS = 15
 
 
 @pytest.fixture(scope="module")
-def session_id(module_session_id: str) -> str:
-    return module_session_id
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module, on the service with no Chromium (a Chromium start saved)."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def tmp_path(service, session_id: str) -> Path:
+def sdk(browserless_sdk: kernel.Kernel) -> kernel.Kernel:
+    """conftest's `sdk` (a client per test, see there), on the service that holds the module's session."""
+    return browserless_sdk
+
+
+@pytest.fixture
+def tmp_path(browserless_service, session_id: str) -> Path:
     """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
     this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
-    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
+    return session_area(browserless_service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 class EventReader:
@@ -171,8 +179,9 @@ def test_watch_errors(sdk: kernel.Kernel, session_id: str, tmp_path: Path) -> No
 
 
 async def test_client_watch_stops_its_watch_on_close(
-    service, http: httpx.AsyncClient, session_id: str, tmp_path: Path
+    browserless_service, browserless_http: httpx.AsyncClient, session_id: str, tmp_path: Path
 ) -> None:
+    service, http = browserless_service, browserless_http
     client = BrowserClient(service.url, service.token)
     before = _inotify_instances(service.pid)
     async with client.fs.watch(session_id, str(tmp_path)) as events:

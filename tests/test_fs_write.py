@@ -5,6 +5,7 @@ set_file_permissions and download_dir_zip: what each does on disk, and each erro
 contract's shapes (400 naming the field, 404, 409), with nothing written when a request is refused.
 Large transfers are streamed both ways: the service's memory stays flat through a 256 MiB upload
 and zip. The SDK sends fs calls to the session's VM endpoint; raw HTTP checks the control plane.
+All on the service with no Chromium: nothing here uses a session's browser.
 """
 
 from __future__ import annotations
@@ -35,15 +36,22 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="module")
-def session_id(module_session_id: str) -> str:
-    return module_session_id
+def session_id(browserless_module_session_id: str) -> str:
+    """One session for the module, on the service with no Chromium (a Chromium start saved)."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def tmp_path(service: ServiceHandle, session_id: str) -> Path:
+def sdk(browserless_sdk: kernel.Kernel) -> kernel.Kernel:
+    """conftest's `sdk` (a client per test, see there), on the service that holds the module's session."""
+    return browserless_sdk
+
+
+@pytest.fixture
+def tmp_path(browserless_service: ServiceHandle, session_id: str) -> Path:
     """A fresh directory of the module's session, in place of pytest's (a session's sandbox sees no directory of
     this machine): its str() is the path inside, its file operations act on the host side (conftest.session_area)."""
-    return session_area(service, session_id, f"t-{secrets.token_hex(4)}")
+    return session_area(browserless_service, session_id, f"t-{secrets.token_hex(4)}")
 
 
 def _details(error: kernel.APIStatusError) -> list[str]:
@@ -114,8 +122,11 @@ def test_write_file_where_a_directory_or_device_is_is_refused(
     assert _leftovers(tmp_path) == []
 
 
-async def test_an_upload_cut_short_leaves_no_file(service: ServiceHandle, session_id: str, tmp_path: Path) -> None:
+async def test_an_upload_cut_short_leaves_no_file(
+    browserless_service: ServiceHandle, session_id: str, tmp_path: Path
+) -> None:
     """The client says 10 MB and hangs up after 1 MB: the old file is untouched, no temporary file stays."""
+    service = browserless_service
     target = tmp_path / "kept.txt"
     target.write_text("the old content")
     _reader, writer = await asyncio.open_connection(*service.url.removeprefix("http://").split(":"))
@@ -163,7 +174,10 @@ def test_upload_with_a_bad_destination_writes_nothing(sdk: kernel.Kernel, sessio
     assert _leftovers(tmp_path) == []
 
 
-async def test_upload_form_errors_name_the_field(http: httpx.AsyncClient, session_id: str, tmp_path: Path) -> None:
+async def test_upload_form_errors_name_the_field(
+    browserless_http: httpx.AsyncClient, session_id: str, tmp_path: Path
+) -> None:
+    http = browserless_http
     route = f"/browsers/{session_id}/fs/upload"
     r = await http.post(route, files={"files[0][file]": ("f", b"x")})
     assert r.status_code == 400 and r.json()["details"][0]["message"].startswith("files[0][dest_path]:"), r.text
@@ -180,9 +194,10 @@ async def test_upload_form_errors_name_the_field(http: httpx.AsyncClient, sessio
 
 
 async def test_a_file_sent_before_its_destination_still_lands(
-    http: httpx.AsyncClient, session_id: str, tmp_path: Path
+    browserless_http: httpx.AsyncClient, session_id: str, tmp_path: Path
 ) -> None:
     """Other clients may send the file part first: it is held aside, then moved into place."""
+    http = browserless_http
     boundary = "b0und"
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files[0][file]\"; filename=\"f\"\r\n\r\n"
             f"early bytes\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"files[0][dest_path]\"\r\n\r\n"
@@ -303,7 +318,7 @@ def test_delete_file_and_directory(sdk: kernel.Kernel, session_id: str, tmp_path
     assert Path("/usr").is_dir()
 
 
-def test_move(sdk: kernel.Kernel, session_id: str, tmp_path: Path, http: httpx.AsyncClient) -> None:
+def test_move(sdk: kernel.Kernel, session_id: str, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a")
     (tmp_path / "b.txt").write_text("b")
     sdk.browsers.fs.move(session_id, src_path=str(tmp_path / "a.txt"), dest_path=str(tmp_path / "c.txt"))
@@ -426,8 +441,9 @@ def _member_digest(archive: Path, name: str) -> str:
 
 @pytest.mark.timeout(300)
 async def test_big_upload_and_zip_download_stream_with_flat_memory(
-    service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    browserless_service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    service = browserless_service
     local = tmp_path_factory.mktemp("local") / "big.bin"  # this machine's file, sent to the session
     digest = await asyncio.to_thread(_random_file, local, BIG)
     remote = tmp_path / "remote" / "big.bin"
@@ -448,9 +464,9 @@ async def test_big_upload_and_zip_download_stream_with_flat_memory(
 
 
 async def test_client_upload_of_several_local_files(
-    service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    browserless_service: ServiceHandle, session_id: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    client = BrowserClient(service.url, service.token)
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     local = tmp_path_factory.mktemp("local")  # this machine's files, sent to the session
     (local / "l1").write_bytes(b"one" * 1000)
     (local / "l2").write_bytes(b"two")
@@ -465,8 +481,9 @@ async def test_client_upload_of_several_local_files(
 
 
 async def test_control_plane_serves_the_write_side_too(
-    http: httpx.AsyncClient, session_id: str, tmp_path: Path
+    browserless_http: httpx.AsyncClient, session_id: str, tmp_path: Path
 ) -> None:
+    http = browserless_http
     route = f"/browsers/{session_id}/fs"
     r = await http.put(f"{route}/write_file", params={"path": str(tmp_path / "cp.txt")}, content=b"control plane")
     assert r.status_code == 201 and r.content == b""

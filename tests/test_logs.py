@@ -26,9 +26,22 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="module")
-def session_id(module_session_id: str) -> str:
+def service(browserless_service: ServiceHandle) -> ServiceHandle:
+    """The service with no Chromium, for every test here (overrides conftest's, and so the `sdk` made from it): they
+    follow files and the service's own log, never a browser."""
+    return browserless_service
+
+
+@pytest.fixture(scope="module")
+def http(browserless_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """Raw HTTP to that same service (overrides conftest's)."""
+    return browserless_http
+
+
+@pytest.fixture(scope="module")
+def session_id(browserless_module_session_id: str) -> str:
     """One session for the whole module (overrides the per-test one)."""
-    return module_session_id
+    return browserless_module_session_id
 
 
 @pytest.fixture
