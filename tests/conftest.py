@@ -248,9 +248,10 @@ def compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
 
 @pytest.fixture(scope="session")
 def unsandboxed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
-    """A real service started with `--no-sandbox` (env `BBROWSE_NO_SANDBOX`): sessions run on the host, as the
-    service's user. For tests about something else that need the service to see this machine's files."""
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-nosandbox"), extra_env={"BBROWSE_NO_SANDBOX": "1"})
+    """A real service started with `--no-sandbox` (env `BBROWSE_NO_SANDBOX`) and no Chromium: sessions run on the
+    host, as the service's user. For tests that need the service to see this machine's files, not a browser."""
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-nosandbox"),
+                           extra_env={"BBROWSE_NO_SANDBOX": "1", "BBROWSE_CHROMIUM": "/nonexistent/chromium"})
     yield handle
     stop_service(handle)
 

@@ -69,10 +69,14 @@ def test_the_checks_say_what_is_wrong() -> None:
         assert check_start_url(good) == (good, None)
 
 
-async def test_the_open_log_form_refuses_a_cleared_history_length(service, session_id: str) -> None:
+async def test_the_open_log_form_refuses_a_cleared_history_length(
+    browserless_service, browserless_module_session_id: str
+) -> None:
+    """On the service with no Chromium: the subject is the form."""
     from bbrowse.tui.panes.logs import OpenLogScreen
 
-    app = make_app(service)
+    session_id = browserless_module_session_id
+    app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         answers: list[object] = []

@@ -22,7 +22,16 @@ from bbrowse.wire import Browser
 
 
 @pytest.fixture(scope="module")
-async def browser(http: httpx.AsyncClient):
+async def browser(browserless_http: httpx.AsyncClient):
+    """On the service with no Chromium: shells, logs and files need no browser."""
+    r = await browserless_http.post("/browsers", json={"timeout_seconds": 900})
+    yield Browser.model_validate(r.json())
+    await browserless_http.delete(f"/browsers/{r.json()['session_id']}")
+
+
+@pytest.fixture
+async def chromium_browser(http: httpx.AsyncClient):
+    """With Chromium, for the test that shows the Screenshot tab (a real browser's picture)."""
     r = await http.post("/browsers", json={"timeout_seconds": 900})
     yield Browser.model_validate(r.json())
     await http.delete(f"/browsers/{r.json()['session_id']}")
@@ -51,11 +60,11 @@ async def open_session(pilot, app, browser: Browser) -> tuple[SessionScreen, She
 
 
 async def test_a_session_opens_on_its_tab_bar_digits_switch_tabs_and_enter_goes_into_the_shell(
-    service, browser: Browser
+    service, chromium_browser: Browser
 ) -> None:
     app = make_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
-        screen, tab = await open_session(pilot, app, browser)
+        screen, tab = await open_session(pilot, app, chromium_browser)
         await wait_for(pilot, lambda: screen.tab_bar.has_focus, what="the tab bar has the keyboard")
         assert not tab.terminal.has_focus
         prompt_line = terminal_text(tab.terminal).rstrip().split("\n")[-1]
@@ -79,9 +88,9 @@ async def test_a_session_opens_on_its_tab_bar_digits_switch_tabs_and_enter_goes_
 
 
 async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_back_on_shells_enter_goes_in(
-    service, browser: Browser
+    browserless_service, browser: Browser
 ) -> None:
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
         screen, tab = await open_session(pilot, app, browser)
         await pilot.press("enter")
@@ -100,9 +109,9 @@ async def test_alt_digits_switch_tabs_from_inside_a_terminal_and_back_on_shells_
 
 
 async def test_ctrl_right_bracket_leaves_the_terminal_and_esc_reaches_the_program_at_once(
-    service, browser: Browser
+    browserless_service, browser: Browser
 ) -> None:
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
         _screen, tab = await open_session(pilot, app, browser)
         await pilot.press("enter")
@@ -121,11 +130,11 @@ async def test_ctrl_right_bracket_leaves_the_terminal_and_esc_reaches_the_progra
         assert "terminal.leave" in bindings
 
 
-async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(service, browser: Browser) -> None:
-    area = session_area(service, browser.session_id, "files")  # the session's sandbox sees no tmp_path
+async def test_focus_in_files_stays_on_the_tree_after_opening_a_file(browserless_service, browser: Browser) -> None:
+    area = session_area(browserless_service, browser.session_id, "files")  # the session's sandbox sees no tmp_path
     (area / "a.txt").write_text("".join(f"line {i}\n" for i in range(300)))
     (area / "b.txt").write_text("bee\n")
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(120, 34)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         app.push_screen(SessionScreen(browser, initial_tab="files"))
@@ -206,11 +215,12 @@ async def test_the_sessions_table_takes_the_keys_back_after_the_form_on_an_empty
 
 
 async def test_a_session_deleted_elsewhere_says_so_in_the_shell_and_offers_no_restart(
-    service, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    browserless_service, browserless_http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shell pane learns of the delete first here. The app's own watch of the session shown (every 5 to
     30 s: notice, back to the table; test_app_newcomer_screens) is held off, as it would take the screen
-    away before the pane could say anything."""
+    away before the pane could say anything. No Chromium: the subject is the shell."""
+    service, http = browserless_service, browserless_http
     hold_off_session_watch(monkeypatch)
     browser = Browser.model_validate((await http.post("/browsers", json={"timeout_seconds": 600})).json())
     app = make_app(service)

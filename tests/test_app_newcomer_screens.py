@@ -2,7 +2,8 @@
 dialogs fit whole with their own keys in the footer, the footer never ends in a cut word, the palette names
 keys as a person does, the theme picker marks the theme in use, notifications leave a dialog's buttons
 visible, and a session that ends while its screen is open is said once, at the screen's level. Real app,
-real service."""
+real service: the one with no Chromium where no browser is needed; the double submit on the one with Chromium,
+whose start keeps the first creation on its way."""
 
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def assert_fits(screen) -> None:
         assert region.width and region.height and region.bottom <= height - 1, (button.id, region, height)
 
 
-async def test_dialogs_footer_palette_and_notifications_at_80_by_24(service):
-    app = make_app(service)
+async def test_dialogs_footer_palette_and_notifications_at_80_by_24(browserless_service):
+    app = make_app(browserless_service)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen) and app.screen._loaded)
         await pilot.pause(0.2)
@@ -141,11 +142,14 @@ async def test_a_double_submit_of_the_form_creates_one_session(service, http):
     assert len(new) == 1, new
 
 
-async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes(service, http, monkeypatch):
+async def test_a_session_that_ends_while_open_is_said_once_and_the_screen_closes(
+    browserless_service, browserless_http, monkeypatch
+):
+    http = browserless_http
     monkeypatch.setattr(BbrowseApp, "SESSION_WATCH_SECONDS", 0.5)  # checked every 0.5 s at first, not 5 s
     name = f"ends-{uuid.uuid4().hex[:6]}"
     session_id = (await http.post("/browsers", json={"name": name})).json()["session_id"]
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen)
                        and session_id in app.screen._browsers)

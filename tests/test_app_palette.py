@@ -23,10 +23,11 @@ GLOBAL = ["New session…", "Sessions", "Session wall", "Switch profile…", "Ch
 
 
 @pytest.fixture(scope="module")
-async def browser(http: httpx.AsyncClient):
-    r = await http.post("/browsers", json={"timeout_seconds": 900})
+async def browser(browserless_http: httpx.AsyncClient):
+    """A session for the session screen to show, on the service without Chromium: the palette lists actions."""
+    r = await browserless_http.post("/browsers", json={"timeout_seconds": 900})
     yield Browser.model_validate(r.json())
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    await browserless_http.delete(f"/browsers/{r.json()['session_id']}")
 
 
 async def listed(pilot, app) -> list[str]:
@@ -39,9 +40,9 @@ async def listed(pilot, app) -> list[str]:
 
 
 async def test_from_a_session_the_palette_has_the_global_actions_first_then_every_tab_s(
-    service, browser: Browser
+    browserless_service, browser: Browser
 ) -> None:
-    app = make_app(service)
+    app = make_app(browserless_service)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
         app.push_screen(SessionScreen(browser, initial_tab="replays"))

@@ -25,10 +25,11 @@ SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
 @pytest.fixture
-async def browser(http: httpx.AsyncClient):
-    r = await http.post("/browsers", json={"timeout_seconds": 900})
+async def browser(browserless_http: httpx.AsyncClient):
+    """A fresh session on the service without Chromium: shells need no browser."""
+    r = await browserless_http.post("/browsers", json={"timeout_seconds": 900})
     yield Browser.model_validate(r.json())
-    await http.delete(f"/browsers/{r.json()['session_id']}")
+    await browserless_http.delete(f"/browsers/{r.json()['session_id']}")
 
 
 def shell_app(service):
@@ -67,8 +68,10 @@ def focused_in_terminal(app) -> bool:
     return isinstance(app.focused, TerminalView)
 
 
-async def test_close_the_last_shell_then_t_and_enter_and_a_busy_shell_asks_first(service, browser) -> None:
-    app = shell_app(service)
+async def test_close_the_last_shell_then_t_and_enter_and_a_busy_shell_asks_first(
+    browserless_service, browser
+) -> None:
+    app = shell_app(browserless_service)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_session(pilot, app, browser)
         pane = screen.query_one(ShellsPane)
@@ -121,7 +124,10 @@ async def test_close_the_last_shell_then_t_and_enter_and_a_busy_shell_asks_first
         await wait_for(pilot, lambda: len(pane.query(ShellTab)) == 1, what="enter from the tab bar")
 
 
-async def test_1_and_alt_1_land_on_the_tab_bar_and_shells_outlive_the_session_screen(service, browser) -> None:
+async def test_1_and_alt_1_land_on_the_tab_bar_and_shells_outlive_the_session_screen(
+    browserless_service, browser
+) -> None:
+    service = browserless_service  # the service of `browser`
     app = shell_app(service)
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await open_session(pilot, app, browser)

@@ -3,12 +3,13 @@
 Each test types into the focused terminal with Pilot, exactly as a user would, and reads what the
 emulator holds (the widget draws that state). The shell has a fixed prompt (bash without rc files,
 PS1 set), so nothing depends on the host name, the user or the length of the temp path. Most tests
-run against the default service and against `--kernel-compat`, where PTY output exists only on the
-attach WebSocket. What the terminal core decides in the pane (colours, the alternate screen, ctrl-c
-reaching the program) also runs on the Python core (`core_target`, `core`); what is transport only
-(attach, sizes, reattach, several shells) runs on the default core. The flood test stays on the default
-core: the Python core's ctrl-c under `yes` took 1.7-8.4 s on a machine at load 25-40, too near its
-bound (test_terminal_widget floods both cores without the app).
+run against the default service (the one with no Chromium: a shell needs no browser) and against
+`--kernel-compat`, where PTY output exists only on the attach WebSocket. What the terminal core decides
+in the pane (colours, the alternate screen, ctrl-c reaching the program) also runs on the Python core
+(`core_target`, `core`); what is transport only (attach, sizes, reattach, several shells) runs on the
+default core. The flood test stays on the default core: the Python core's ctrl-c under `yes` took
+1.7-8.4 s on a machine at load 25-40, too near its bound (test_terminal_widget floods both cores
+without the app).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ SHELL = ("env", f"PS1={PROMPT} ", "bash", "--norc", "--noprofile", "-i")
 
 
 @pytest.fixture(scope="module")
-async def default_browser(service):
-    client = BrowserClient(service.url, service.token)
+async def default_browser(browserless_service):
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     browser = await client.sessions.create(timeout_seconds=900)
     yield browser
     await client.sessions.delete(browser.session_id)
@@ -57,21 +58,21 @@ async def compat_browser(compat_service):
 
 
 @pytest.fixture(params=["default", "compat"])
-def target(request, service, compat_service, default_browser, compat_browser):
+def target(request, browserless_service, compat_service, default_browser, compat_browser):
     """(service handle, browser, mode): the default service, then --kernel-compat."""
     if request.param == "default":
-        return service, default_browser, "default"
+        return browserless_service, default_browser, "default"
     return compat_service, compat_browser, "compat"
 
 
 @pytest.fixture(params=["default", "compat", "python"])
-def core_target(request, monkeypatch, service, compat_service, default_browser, compat_browser):
+def core_target(request, monkeypatch, browserless_service, compat_service, default_browser, compat_browser):
     """As `target`, and the default service once more with the Python terminal core."""
     if request.param == "python":
         monkeypatch.setenv(ENV, "python")
-        return service, default_browser, "default, Python core"
+        return browserless_service, default_browser, "default, Python core"
     if request.param == "default":
-        return service, default_browser, "default"
+        return browserless_service, default_browser, "default"
     return compat_service, compat_browser, "compat"
 
 
@@ -225,10 +226,11 @@ async def test_a_full_screen_program_repaints_after_the_service_drops_the_attach
         assert page.read_text().startswith(f"edited-after-drop {wide_line}\npage line 0\n")
 
 
-async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(service, default_browser) -> None:
+async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(browserless_service,
+                                                                         default_browser) -> None:
     """Someone else holds the process's one attach when the pane reconnects: it falls back to
     stdout/stream (bbrowse serve fills it for PTYs too) and the border says "stream"."""
-    app = shell_app(service)
+    app = shell_app(browserless_service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, default_browser)
         sid, pid = default_browser.session_id, tab.shell.process_id
@@ -240,7 +242,7 @@ async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(servic
                       f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                       "Sec-WebSocket-Version: 13\r\n\r\n").encode())
         await writer.drain()  # our attach request is at the service before the pane's reattach can be
-        drop_attach(service, tab)
+        drop_attach(browserless_service, tab)
         status = await asyncio.wait_for(reader.readline(), 15)
         assert b" 101 " in status, status
         try:
@@ -255,10 +257,10 @@ async def test_when_attach_is_taken_the_pane_reads_the_stream_and_says_so(servic
             writer.close()
 
 
-async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_browser, core) -> None:
-    page = page_in(service, default_browser)
+async def test_alternate_screen_restores_and_ctrl_c_interrupts(browserless_service, default_browser, core) -> None:
+    page = page_in(browserless_service, default_browser)
     page.write_text("".join(f"alt-screen line {i}\n" for i in range(200)))
-    app = shell_app(service)
+    app = shell_app(browserless_service)
     async with app.run_test(size=(100, 30)) as pilot:
         tab = await open_shell(pilot, app, default_browser)
         assert tab.terminal.core.name == core
@@ -287,8 +289,8 @@ async def test_alternate_screen_restores_and_ctrl_c_interrupts(service, default_
         assert "slept" not in screen_text(tab)
 
 
-async def test_several_shells_at_once(service, default_browser) -> None:
-    app = shell_app(service)
+async def test_several_shells_at_once(browserless_service, default_browser) -> None:
+    app = shell_app(browserless_service)
     async with app.run_test(size=(100, 30)) as pilot:
         first = await open_shell(pilot, app, default_browser)
         await type_line(pilot, "export WHO=first")

@@ -17,9 +17,9 @@ TIMEOUT = 15.0
 
 
 @pytest.fixture(scope="module")
-async def sid(http: httpx.AsyncClient) -> AsyncIterator[str]:
-    """One session for the module (each session starts a Chromium; attach does not need its own)."""
-    async with browser_session(http, timeout_seconds=900) as browser:
+async def sid(browserless_http: httpx.AsyncClient) -> AsyncIterator[str]:
+    """One session for the module, on the service without Chromium: attach and PTYs need no browser."""
+    async with browser_session(browserless_http, timeout_seconds=900) as browser:
         yield browser["session_id"]
 
 
@@ -68,9 +68,11 @@ class Screen:
         return self.exit
 
 
-async def test_attach_round_trip_with_resize_and_exit(service, http: httpx.AsyncClient, sid: str) -> None:
-    pid = await spawn(http, sid, "sh", allocate_tty=True, rows=24, cols=80, env={"PS1": "$ "})
-    async with attach(service, sid, pid) as ws:
+async def test_attach_round_trip_with_resize_and_exit(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
+    pid = await spawn(browserless_http, sid, "sh", allocate_tty=True, rows=24, cols=80, env={"PS1": "$ "})
+    async with attach(browserless_service, sid, pid) as ws:
         screen = Screen(ws)
         await ws.send(b"stty size\n")
         await screen.until(b"24 80\r\n")
@@ -81,24 +83,29 @@ async def test_attach_round_trip_with_resize_and_exit(service, http: httpx.Async
         assert await screen.until_exit() == {"type": "exit", "exitCode": 7}
 
 
-async def test_attach_first_sends_what_was_written_before(service, http: httpx.AsyncClient, sid: str) -> None:
-    pid = await spawn(http, sid, "sh", "-c", "echo written-before-attach; exec cat", allocate_tty=True)
-    async with http.stream("GET", f"/browsers/{sid}/process/{pid}/stdout/stream") as r:  # wait until it is out
+async def test_attach_first_sends_what_was_written_before(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
+    pid = await spawn(browserless_http, sid, "sh", "-c", "echo written-before-attach; exec cat", allocate_tty=True)
+    # wait until it is out
+    async with browserless_http.stream("GET", f"/browsers/{sid}/process/{pid}/stdout/stream") as r:
         async for line in r.aiter_lines():
             if line.startswith("data:"):
                 break
-    async with attach(service, sid, pid) as ws:
+    async with attach(browserless_service, sid, pid) as ws:
         screen = Screen(ws)
         await screen.until(b"written-before-attach\r\n")
         await ws.send(b"\x03")  # Ctrl-C: the terminal sends INT to cat
         assert await screen.until_exit() == {"type": "exit", "exitCode": 130}
 
 
-async def test_second_attach_is_refused_with_409(service, http: httpx.AsyncClient, sid: str) -> None:
-    pid = await spawn(http, sid, "cat", allocate_tty=True)
-    async with attach(service, sid, pid) as first:
+async def test_second_attach_is_refused_with_409(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
+    pid = await spawn(browserless_http, sid, "cat", allocate_tty=True)
+    async with attach(browserless_service, sid, pid) as first:
         with pytest.raises(InvalidStatus) as refused:
-            async with attach(service, sid, pid):
+            async with attach(browserless_service, sid, pid):
                 pass
         assert refused.value.response.status_code == 409
         body = json.loads(refused.value.response.body)
@@ -108,17 +115,18 @@ async def test_second_attach_is_refused_with_409(service, http: httpx.AsyncClien
         await first.send(b"still mine\n")
         await screen.until(b"still mine\r\n")
     # once the first has gone, attaching works again
-    async with attach(service, sid, pid) as again:
+    async with attach(browserless_service, sid, pid) as again:
         screen = Screen(again)
         await again.send(b"\x04")
         assert (await screen.until_exit())["exitCode"] == 0
 
 
 async def test_attach_to_a_pipe_process_carries_stdin_and_both_outputs(
-    service, http: httpx.AsyncClient, sid: str
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
 ) -> None:
-    pid = await spawn(http, sid, "sh", "-c", 'read line; echo "out $line"; echo "err $line" >&2; exit 2')
-    async with attach(service, sid, pid) as ws:
+    script = 'read line; echo "out $line"; echo "err $line" >&2; exit 2'
+    pid = await spawn(browserless_http, sid, "sh", "-c", script)
+    async with attach(browserless_service, sid, pid) as ws:
         screen = Screen(ws)
         await ws.send(b"pipe\n")
         exit_frame = await screen.until_exit()
@@ -126,37 +134,43 @@ async def test_attach_to_a_pipe_process_carries_stdin_and_both_outputs(
     assert exit_frame == {"type": "exit", "exitCode": 2}
 
 
-async def test_attach_errors_before_the_upgrade(service, http: httpx.AsyncClient, sid: str) -> None:
+async def test_attach_errors_before_the_upgrade(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
     unknown = "6f1c1f5e-0000-4000-8000-000000000000"
     with pytest.raises(InvalidStatus) as missing:
-        async with attach(service, sid, unknown):
+        async with attach(browserless_service, sid, unknown):
             pass
     assert missing.value.response.status_code == 404
     assert json.loads(missing.value.response.body)["code"] == "not_found"
     with pytest.raises(InvalidStatus) as no_session:
-        async with attach(service, "no-such-session", unknown):
+        async with attach(browserless_service, "no-such-session", unknown):
             pass
     assert no_session.value.response.status_code == 404
-    pid = await spawn(http, sid, "true")
+    pid = await spawn(browserless_http, sid, "true")
     with pytest.raises(InvalidStatus) as bad_token:
-        async with attach(service, sid, pid, token="wrong"):
+        async with attach(browserless_service, sid, pid, token="wrong"):
             pass
     assert bad_token.value.response.status_code == 401
 
 
-async def test_attach_after_exit_gets_output_and_exit(service, http: httpx.AsyncClient, sid: str) -> None:
-    pid = await spawn(http, sid, "sh", "-c", "echo done-already; exit 9")
-    async with http.stream("GET", f"/browsers/{sid}/process/{pid}/stdout/stream") as r:
+async def test_attach_after_exit_gets_output_and_exit(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
+    pid = await spawn(browserless_http, sid, "sh", "-c", "echo done-already; exit 9")
+    async with browserless_http.stream("GET", f"/browsers/{sid}/process/{pid}/stdout/stream") as r:
         assert [line async for line in r.aiter_lines() if line.startswith("data:")][-1].endswith('"exit_code":9}')
-    async with attach(service, sid, pid) as ws:
+    async with attach(browserless_service, sid, pid) as ws:
         screen = Screen(ws)
         assert await screen.until_exit() == {"type": "exit", "exitCode": 9}
     assert screen.output == b"done-already\n"
 
 
-async def test_bad_control_frames_are_ignored(service, http: httpx.AsyncClient, sid: str) -> None:
-    pid = await spawn(http, sid, "cat", allocate_tty=True)
-    async with attach(service, sid, pid) as ws:
+async def test_bad_control_frames_are_ignored(
+    browserless_service, browserless_http: httpx.AsyncClient, sid: str
+) -> None:
+    pid = await spawn(browserless_http, sid, "cat", allocate_tty=True)
+    async with attach(browserless_service, sid, pid) as ws:
         screen = Screen(ws)
         for text in ["not json", '{"type":"resize","rows":0,"cols":5}', '{"type":"dance"}', "[1]"]:
             await ws.send(text)
@@ -227,10 +241,10 @@ async def compat_client(compat_service):
 
 
 @pytest.fixture(scope="module")
-async def default_client(service, sid: str):
+async def default_client(browserless_service, sid: str):
     from bbrowse.client import BrowserClient
 
-    client = BrowserClient(service.url, service.token)
+    client = BrowserClient(browserless_service.url, browserless_service.token)
     await client.sessions.get(sid)  # learns the VM route
     return client, sid
 
@@ -313,7 +327,7 @@ def drop_attach(service, output) -> None:
 
 
 async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once(
-    either, service, compat_service
+    either, browserless_service, compat_service
 ) -> None:
     client, sid, mode = either
     proc = await client.processes.spawn(sid, "python3", ["-u", "-c", WINCH_PROGRAM], allocate_tty=True,
@@ -325,7 +339,7 @@ async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once
     await client.processes.stdin(sid, proc.process_id, b"one\n")
     end = await seen.until(b"got-one\r\n")
 
-    drop_attach(compat_service if mode == "compat" else service, output)
+    drop_attach(compat_service if mode == "compat" else browserless_service, output)
     # reattached, and the size nudged (one column less, then back): the program repaints on SIGWINCH
     end = await seen.until(b"winch-24x80\r\n", end)
     assert output.reconnects == 1 and output.path == "attach"
@@ -337,14 +351,16 @@ async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once
     assert seen.output.count(b"got-one") == 1 and seen.output.count(b"ready") == 1, bytes(seen.output)
 
 
-async def test_an_exit_while_the_attach_was_down_ends_with_its_code(either, service, compat_service) -> None:
+async def test_an_exit_while_the_attach_was_down_ends_with_its_code(
+    either, browserless_service, compat_service
+) -> None:
     client, sid, mode = either
     proc = await client.processes.spawn(sid, "sh", ["-c", "echo ready; read line; exit 9"], allocate_tty=True)
     seen = Collected()
     output = pty_output(client, sid, proc.process_id, seen)
     running = asyncio.ensure_future(output.run())
     await seen.until(b"ready\r\n")
-    drop_attach(compat_service if mode == "compat" else service, output)
+    drop_attach(compat_service if mode == "compat" else browserless_service, output)
     await client.processes.stdin(sid, proc.process_id, b"x\n")  # exits while no one is attached
     assert await asyncio.wait_for(running, TIMEOUT) == 9
 

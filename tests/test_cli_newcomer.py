@@ -1,6 +1,7 @@
 """The commands agree with the app and refuse what they cannot use (issue 22, items 13 and 20): a start URL
 the form refuses is refused by `bbrowse new`, both propose the same inactivity timeout, and an unknown
-profile or theme given on the command line is an error naming what exists. Real CLI, real service."""
+profile or theme given on the command line is an error naming what exists. Real CLI, real service (the one
+with no Chromium: the subject is the commands' checks and output)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from cli_support import bb_here, cli_env
 from bbrowse.session_options import DEFAULT_TIMEOUT
 
 
-def test_new_refuses_what_the_form_refuses_and_uses_the_forms_default_timeout(service, http, tmp_path):
+def test_new_refuses_what_the_form_refuses_and_uses_the_forms_default_timeout(browserless_service):
+    service = browserless_service
     refused = bb_here(service, "new", "--start-url", "not a url")
     assert refused.returncode == 2, refused
     assert refused.stderr.decode().startswith("error: usage: ") and "Start URL must be a URL" in refused.stderr.decode()
@@ -28,7 +30,8 @@ def test_new_refuses_what_the_form_refuses_and_uses_the_forms_default_timeout(se
         bb_here(service, "rm", browser["session_id"])
 
 
-def test_an_unknown_profile_or_theme_on_the_command_line_is_an_error(service, tmp_path):
+def test_an_unknown_profile_or_theme_on_the_command_line_is_an_error(browserless_service, tmp_path):
+    service = browserless_service
     env = cli_env(service, home=tmp_path)
     del env["KERNEL_BASE_URL"], env["KERNEL_API_KEY"]
     info = bb_here(service, "--profile", "nope", "info", env=env)

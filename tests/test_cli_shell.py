@@ -53,22 +53,23 @@ def stty_size(term: PtyProcess) -> tuple[int, int]:
 
 
 @pytest.fixture
-def session_id(module_session_id: str) -> str:
-    """The module's session (a session each would cost a Chromium start): its tests leave nothing another sees."""
-    return module_session_id
+def session_id(browserless_module_session_id: str) -> str:
+    """The module's session, on the service with no Chromium (a shell needs no browser): its tests leave
+    nothing another sees."""
+    return browserless_module_session_id
 
 
 @pytest.fixture
-def own_session_id(service) -> Iterator[str]:
-    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
+def own_session_id(browserless_service) -> Iterator[str]:
+    with httpx.Client(base_url=browserless_service.url, headers=browserless_service.headers, timeout=60) as http:
         r = http.post("/browsers", json={"timeout_seconds": 600})
         assert r.status_code == 200, r.text
         yield r.json()["session_id"]
         http.delete(f"/browsers/{r.json()['session_id']}")
 
 
-def test_interactive_shell_size_resize_ctrl_c_exit_code_and_terminal_restored(service, session_id):
-    term = shell_in_pty(service, session_id, after="stty -a", rows=30, cols=100)
+def test_interactive_shell_size_resize_ctrl_c_exit_code_and_terminal_restored(browserless_service, session_id):
+    term = shell_in_pty(browserless_service, session_id, after="stty -a", rows=30, cols=100)
     try:
         ready(term)
 
@@ -113,8 +114,8 @@ def test_interactive_shell_size_resize_ctrl_c_exit_code_and_terminal_restored(se
         term.close()
 
 
-def test_tilde_dot_after_newline_disconnects_with_255(service, session_id):
-    term = shell_in_pty(service, session_id)
+def test_tilde_dot_after_newline_disconnects_with_255(browserless_service, session_id):
+    term = shell_in_pty(browserless_service, session_id)
     try:
         ready(term)
         term.send(b"echo before-escape\r")
@@ -128,8 +129,8 @@ def test_tilde_dot_after_newline_disconnects_with_255(service, session_id):
         term.close()
 
 
-def test_tilde_inside_a_line_is_sent_as_typed(service, session_id):
-    term = shell_in_pty(service, session_id)
+def test_tilde_inside_a_line_is_sent_as_typed(browserless_service, session_id):
+    term = shell_in_pty(browserless_service, session_id)
     try:
         ready(term)
         term.send(b"echo a~.b ~~x\r")
@@ -146,32 +147,32 @@ def test_tilde_inside_a_line_is_sent_as_typed(service, session_id):
         term.close()
 
 
-def test_piped_stdin_runs_the_default_shell(service, session_id):
-    created = bb_here(service, "exec", session_id, "--", "sh", "-c", "echo hi > piped-marker.txt")
+def test_piped_stdin_runs_the_default_shell(browserless_service, session_id):
+    created = bb_here(browserless_service, "exec", session_id, "--", "sh", "-c", "echo hi > piped-marker.txt")
     assert created.returncode == 0, created.stderr
-    result = bb_here(service, "shell", session_id, input=b"ls\n")
+    result = bb_here(browserless_service, "shell", session_id, input=b"ls\n")
     assert result.returncode == 0, result.stderr
     assert b"piped-marker.txt" in result.stdout.splitlines()
 
 
-def test_pipe_mode_exit_status_and_separate_streams(service, session_id):
-    result = bb_here(service, "shell", session_id, input=b"echo to-out; echo to-err >&2; exit 7\n")
+def test_pipe_mode_exit_status_and_separate_streams(browserless_service, session_id):
+    result = bb_here(browserless_service, "shell", session_id, input=b"echo to-out; echo to-err >&2; exit 7\n")
     assert result.returncode == 7
     assert result.stdout == b"to-out\n"
     assert result.stderr == b"to-err\n"
 
 
-def test_pipe_mode_is_binary_safe_and_ends_input(service, session_id):
+def test_pipe_mode_is_binary_safe_and_ends_input(browserless_service, session_id):
     data = os.urandom(600_000) + b"\x00\x03\x04\n0\n~.\n"
-    result = bb_here(service, "shell", session_id, "--", "sha256sum", input=data)
+    result = bb_here(browserless_service, "shell", session_id, "--", "sha256sum", input=data)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
 
 
-def test_pipe_mode_ends_when_the_program_exits_even_if_input_stays_open(service, session_id):
+def test_pipe_mode_ends_when_the_program_exits_even_if_input_stays_open(browserless_service, session_id):
     proc = subprocess.Popen([*BBROWSE, "shell", session_id, "--", "sh", "-c", "echo done; exit 4"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=cli_env(service))
+                            env=cli_env(browserless_service))
     try:
         assert proc.wait(60) == 4  # stdin is still open: nothing was written to it, nor closed
         assert proc.stdout.read() == b"done\n"
@@ -182,12 +183,12 @@ def test_pipe_mode_ends_when_the_program_exits_even_if_input_stays_open(service,
         proc.wait(10)
 
 
-def test_shell_unknown_session_is_one_line_not_found(service):
-    assert_one_line_error(bb_here(service, "shell", "no-such-session", input=b"ls\n"), "not_found", 404)
+def test_shell_unknown_session_is_one_line_not_found(browserless_service):
+    assert_one_line_error(bb_here(browserless_service, "shell", "no-such-session", input=b"ls\n"), "not_found", 404)
 
 
-def test_shell_unknown_command_exits_127_in_pipe_mode(service, session_id):
-    result = bb_here(service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
+def test_shell_unknown_command_exits_127_in_pipe_mode(browserless_service, session_id):
+    result = bb_here(browserless_service, "shell", session_id, "--", "no-such-program-xyz", input=b"")
     assert result.returncode == 127
     assert b"not found" in result.stderr
 
@@ -203,30 +204,33 @@ def _bbrowse_child(term: PtyProcess) -> int:
     raise AssertionError("bbrowse shell did not start")
 
 
-def test_sigterm_restores_the_terminal_and_hangs_up(service, session_id):
-    term = shell_in_pty(service, session_id, after="stty -a")
+def test_sigterm_restores_the_terminal_and_hangs_up(browserless_service, session_id):
+    term = shell_in_pty(browserless_service, session_id, after="stty -a")
     try:
         ready(term)
         term.send(b"echo $$\r")
         remote_shell = int(term.expect(line(rb"(\d+)")).group(1))
+        # The pid is the session's (its own PID namespace in the sandbox): looked up there, not in this /proc.
+        shell_alive = ("exec", session_id, "--", "test", "-e", f"/proc/{remote_shell}")
+        assert bb_here(browserless_service, *shell_alive).returncode == 0
         os.kill(_bbrowse_child(term), signal.SIGTERM)
         term.expect(rb"rc=143\r\n")
         assert term.wait() == 0
         settings = term.output[term.position:].decode(errors="replace").split()
         assert "icanon" in settings and "-icanon" not in settings, settings
         deadline = time.monotonic() + 30
-        while os.path.exists(f"/proc/{remote_shell}") and time.monotonic() < deadline:  # hung up, not left behind
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{remote_shell}")
+        while (alive := bb_here(browserless_service, *shell_alive).returncode) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # hung up, not left behind
+        assert alive == 1
     finally:
         term.close()
 
 
-def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(service, own_session_id):
-    term = shell_in_pty(service, own_session_id, after="stty -a")
+def test_session_deleted_under_the_shell_ends_it_and_restores_the_terminal(browserless_service, own_session_id):
+    term = shell_in_pty(browserless_service, own_session_id, after="stty -a")
     try:
         ready(term)
-        assert bb(service, "rm", own_session_id).returncode == 0
+        assert bb(browserless_service, "rm", own_session_id).returncode == 0
         match = term.expect(rb"rc=(\d+)\r\n")
         assert int(match.group(1)) != 0
         assert term.wait() == 0

@@ -1,9 +1,10 @@
 """A light version of bench/load.py in the suite: shells echoing, log streams and spawn/exit cycles at once.
 
 The service is this module's own (its descriptors and memory are measured, so nothing else may use
-it). Afterwards it must hold no more descriptors than before, have no zombie children, and be back
-within 10 % of its RSS. The heavy version (50 shells, 100 streams, 1,000 cycles, steady state against
-steady state) is `.venv/bin/python bench/load.py`; its figures are in docs/reliability.md.
+it), with no Chromium: shells, logs and processes use no browser. Afterwards it must hold no more
+descriptors than before, have no zombie children, and be back within 10 % of its RSS. The heavy version
+(50 shells, 100 streams, 1,000 cycles, steady state against steady state) is `.venv/bin/python
+bench/load.py`; its figures are in docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ LIGHT = LoadConfig(shells=10, echoes=20, streams=20, log_lines=500, cycles=200)
 
 @pytest.fixture(scope="module")
 def own_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
-    handle = start_service(tmp_path_factory.mktemp("load-state"))
+    handle = start_service(tmp_path_factory.mktemp("load-state"),
+                           extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
     yield handle
     stop_service(handle)
 

@@ -28,9 +28,21 @@ PYTHON = "python3"
 
 
 @pytest.fixture(scope="module")
+def http(browserless_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """This module's raw HTTP: the service without Chromium (processes need no browser, its sessions start
+    at once). Every test here talks to that service only."""
+    return browserless_http
+
+
+@pytest.fixture
+def sdk(browserless_sdk):
+    """The official SDK on the service without Chromium (overrides conftest's)."""
+    return browserless_sdk
+
+
+@pytest.fixture(scope="module")
 async def sid(http: httpx.AsyncClient) -> AsyncIterator[str]:
-    """One browser session shared by this module's tests: each session starts a Chromium, which is
-    slow, and processes do not need a session of their own (the deletion test makes its own)."""
+    """One session shared by this module's tests (the deletion test makes its own)."""
     r = await http.post("/browsers", json={"timeout_seconds": 900})
     assert r.status_code == 200, r.text
     yield r.json()["session_id"]
@@ -334,13 +346,18 @@ async def test_a_signal_right_after_the_spawn_answers_is_never_lost(http: httpx.
 
 
 async def test_kill_reaches_the_whole_process_group(http: httpx.AsyncClient, sid: str) -> None:
-    proc = await spawn(http, sid, "sh", "-c", "sleep 100 & echo $!; wait")
+    marker = f"100.{secrets.randbelow(10**6)}"
+    proc = await spawn(http, sid, "sh", "-c", f"sleep {marker} & echo $!; wait")
     async with stream(http, sid, proc["process_id"]) as out:
         await out.until_stdout(b"\n")
-        grandchild = int(out.stdout)
+        assert int(out.stdout) > 0
+        # `$!` is a pid of the sandbox's own PID namespace: on this machine the job is found by its command line
+        grandchild = await host_pid(["sleep", marker])
+        assert _alive(grandchild)
         await http.post(f"/browsers/{sid}/process/{proc['process_id']}/kill", json={"signal": "TERM"})
         await out.until_exit()
     await wait_gone(grandchild)
+    assert not _alive(grandchild)
 
 
 async def test_exit_arrives_while_a_background_job_holds_the_output(http: httpx.AsyncClient, sid: str) -> None:
@@ -523,6 +540,17 @@ async def wait_gone(pid: int, timeout: float = 5.0) -> None:
         os.close(fd)
 
 
+async def host_pid(cmdline: list[str]) -> int:
+    """The pid on this machine of the process running `cmdline`, looked for until it shows (a job may still be
+    its shell's fork, not yet the program, when the shell has said its pid)."""
+    for _ in range(100):
+        found = next((p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == cmdline), None)
+        if found is not None:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no process {cmdline} found")
+
+
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -545,15 +573,7 @@ async def test_deleting_the_session_ends_its_processes(http: httpx.AsyncClient) 
     # (not by the session of the pid the spawn answered: a script that ends before the service sees the program
     # nsenter forked is answered with nsenter's pid; docs/decisions.md).
     assert int(out.stdout) > 0
-    # (the job may still be the shell's fork, not yet `sleep`, when the script has exited: looked for until it is)
-    leftover = None
-    for _ in range(100):
-        leftover = next((p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]),
-                        None)
-        if leftover is not None:
-            break
-        await asyncio.sleep(0.05)
-    assert leftover is not None, "the script's background job was not found"
+    leftover = await host_pid(["sleep", marker])
     assert _alive(leftover)
     assert (await http.delete(f"/browsers/{sid}")).status_code == 204
     await wait_gone(leftover)
@@ -567,7 +587,8 @@ def _fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-async def test_no_zombies_and_no_fd_leak_after_50_spawns(service, sid: str) -> None:
+async def test_no_zombies_and_no_fd_leak_after_50_spawns(browserless_service, sid: str) -> None:
+    service = browserless_service  # the service of `sid`
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=service.url, headers=service.headers, limits=limits, timeout=30) as http:
         await spawn(http, sid, "true")  # warm up the one connection

@@ -32,8 +32,11 @@ TOKEN_SECONDS = 4
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """Without Chromium: the jwt is checked before any route runs, browser routes included (those answer
+    503 past it, still not 401), so sessions need no browser and start at once."""
     handle = start_service(tmp_path_factory.mktemp("vm-auth-state"),
-                           extra_env={"BBROWSE_VM_TOKEN_SECONDS": str(TOKEN_SECONDS)})
+                           extra_env={"BBROWSE_VM_TOKEN_SECONDS": str(TOKEN_SECONDS),
+                                      "BBROWSE_CHROMIUM": "/nonexistent/chromium"})
     yield handle
     stop_service(handle)
 

@@ -57,6 +57,8 @@ async def main():
             if tabs and "".join(segment.text for segment in tabs[0].terminal.render_line(0)).strip():
                 break
             await pilot.pause(0.05)
+        else:
+            raise AssertionError("the first session's shell drew nothing")
         print("parsed while opening:", len(parses) - before, [source[-60:] for source in parses[before:]])
 
 
@@ -65,12 +67,14 @@ asyncio.run(main())
 
 
 @pytest.mark.skipif(ghostty_import_error() is not None, reason="libghostty is not available here")
-def test_the_first_session_opened_finds_its_terminal_core_loaded(service) -> None:
+def test_the_first_session_opened_finds_its_terminal_core_loaded(browserless_service) -> None:
     """pyghostty parses C declarations at its import and at each C type's first use: most of a second of the
     app's loop, once, at the first shell pane (a frozen app). Loaded in the background while the table shows,
-    the first session's shell parses none."""
+    the first session's shell parses none. (On the service with no Chromium: the shell pane needs no browser.)"""
+    service = browserless_service
     with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as http:
         created = http.post("/browsers", json={"timeout_seconds": 120})
+        assert created.status_code == 200, created.text
         try:
             done = subprocess.run([sys.executable, "-c", FIRST_SESSION, service.url, service.token, created.text],
                                   capture_output=True, text=True, timeout=120)
