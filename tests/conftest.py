@@ -247,6 +247,23 @@ def compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
 
 
 @pytest.fixture(scope="session")
+def browserless_compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    """`compat_service` with no Chromium: Kernel's VM behaviour for processes, PTYs, files and logs, for tests of
+    those that need no browser (a Chromium start each saved)."""
+    handle = start_service(tmp_path_factory.mktemp("bbrowse-compat-nobrowser"),
+                           extra_env={"BBROWSE_KERNEL_COMPAT": "1", "BBROWSE_CHROMIUM": "/nonexistent/chromium"})
+    yield handle
+    stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+async def browserless_compat_http(browserless_compat_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=browserless_compat_service.url, headers=browserless_compat_service.headers,
+                                 timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
 def unsandboxed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
     """A real service started with `--no-sandbox` (env `BBROWSE_NO_SANDBOX`) and no Chromium: sessions run on the
     host, as the service's user. For tests that need the service to see this machine's files, not a browser."""

@@ -16,11 +16,15 @@ from bbrowse.tui.screens.sessions import SessionsScreen
 from bbrowse.tui.widgets.log_view import LogStatus
 
 
-async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_http: httpx.AsyncClient) -> None:
-    session_id = (await compat_http.post("/browsers", json={"timeout_seconds": 300})).json()["session_id"]
-    log = session_area(compat_service, session_id, "logs") / "app.log"  # a file of the session, as on a VM
+async def test_no_supervisor_logs_offers_a_file_instead(
+    browserless_compat_service, browserless_compat_http: httpx.AsyncClient
+) -> None:
+    """Logs only: the service with no Chromium (compat's answer does not depend on one)."""
+    service, http = browserless_compat_service, browserless_compat_http
+    session_id = (await http.post("/browsers", json={"timeout_seconds": 300})).json()["session_id"]
+    log = session_area(service, session_id, "logs") / "app.log"  # a file of the session, as on a VM
     log.write_text("from a file\n")
-    app = BbrowseApp(target=Target(ClientConfig(compat_service.url, compat_service.token), "remote"))
+    app = BbrowseApp(target=Target(ClientConfig(service.url, service.token), "remote"))
     try:
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_for(pilot, lambda: screen_shown(app, SessionsScreen))
@@ -45,4 +49,4 @@ async def test_no_supervisor_logs_offers_a_file_instead(compat_service, compat_h
             await wait_for(pilot, lambda: len(pane.panels) == 2)
             await wait_for(pilot, lambda: pane.panels[1].view.buffer.snapshot() == ["from a file"])
     finally:
-        await compat_http.delete(f"/browsers/{session_id}")
+        await http.delete(f"/browsers/{session_id}")

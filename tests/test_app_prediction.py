@@ -66,12 +66,12 @@ async def run_line(pilot, core, command: str) -> None:
                    what=f"the prompt after {command!r}")
 
 
-async def test_predicted_echo_over_a_100_ms_link(compat_service, bad_link) -> None:
-    client = BrowserClient(compat_service.url, compat_service.token)
+async def test_predicted_echo_over_a_100_ms_link(browserless_compat_service, bad_link) -> None:
+    client = BrowserClient(browserless_compat_service.url, browserless_compat_service.token)
     browser = await client.sessions.create(timeout_seconds=600)
-    link = bad_link(compat_service, delay=0.05)
+    link = bad_link(browserless_compat_service, delay=0.05)
     settings = defaults().model_copy(update={"shell": ShellSettings(command=SHELL)})
-    app = make_app(SimpleNamespace(url=link.url, token=compat_service.token), settings=settings)
+    app = make_app(SimpleNamespace(url=link.url, token=browserless_compat_service.token), settings=settings)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             app.push_screen(SessionScreen(browser))

@@ -3,8 +3,8 @@
 Each test types into the focused terminal with Pilot, exactly as a user would, and reads what the
 emulator holds (the widget draws that state). The shell has a fixed prompt (bash without rc files,
 PS1 set), so nothing depends on the host name, the user or the length of the temp path. Most tests
-run against the default service (the one with no Chromium: a shell needs no browser) and against
-`--kernel-compat`, where PTY output exists only on the attach WebSocket. What the terminal core decides
+run against the default service and against `--kernel-compat` (both with no Chromium: a shell needs no
+browser), where PTY output exists only on the attach WebSocket. What the terminal core decides
 in the pane (colours, the alternate screen, ctrl-c reaching the program) also runs on the Python core
 (`core_target`, `core`); what is transport only (attach, sizes, reattach, several shells) runs on the
 default core. The flood test stays on the default core: the Python core's ctrl-c under `yes` took
@@ -50,30 +50,31 @@ async def default_browser(browserless_service):
 
 
 @pytest.fixture(scope="module")
-async def compat_browser(compat_service):
-    client = BrowserClient(compat_service.url, compat_service.token)
+async def compat_browser(browserless_compat_service):
+    client = BrowserClient(browserless_compat_service.url, browserless_compat_service.token)
     browser = await client.sessions.create(timeout_seconds=900)
     yield browser
     await client.sessions.delete(browser.session_id)
 
 
 @pytest.fixture(params=["default", "compat"])
-def target(request, browserless_service, compat_service, default_browser, compat_browser):
+def target(request, browserless_service, browserless_compat_service, default_browser, compat_browser):
     """(service handle, browser, mode): the default service, then --kernel-compat."""
     if request.param == "default":
         return browserless_service, default_browser, "default"
-    return compat_service, compat_browser, "compat"
+    return browserless_compat_service, compat_browser, "compat"
 
 
 @pytest.fixture(params=["default", "compat", "python"])
-def core_target(request, monkeypatch, browserless_service, compat_service, default_browser, compat_browser):
+def core_target(request, monkeypatch, browserless_service, browserless_compat_service, default_browser,
+                compat_browser):
     """As `target`, and the default service once more with the Python terminal core."""
     if request.param == "python":
         monkeypatch.setenv(ENV, "python")
         return browserless_service, default_browser, "default, Python core"
     if request.param == "default":
         return browserless_service, default_browser, "default"
-    return compat_service, compat_browser, "compat"
+    return browserless_compat_service, compat_browser, "compat"
 
 
 @pytest.fixture(params=CORE_PARAMS)

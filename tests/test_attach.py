@@ -229,10 +229,11 @@ _EXITED_EARLY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-async def compat_client(compat_service):
+async def compat_client(browserless_compat_service):
+    """A session on --kernel-compat without Chromium: PTYs and attach need no browser."""
     from bbrowse.client import BrowserClient
 
-    client = BrowserClient(compat_service.url, compat_service.token)
+    client = BrowserClient(browserless_compat_service.url, browserless_compat_service.token)
     browser = await client.sessions.create(timeout_seconds=900)
     _EXITED_EARLY[browser.session_id] = (await client.processes.spawn(browser.session_id, "true",
                                                                       allocate_tty=True)).process_id
@@ -327,7 +328,7 @@ def drop_attach(service, output) -> None:
 
 
 async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once(
-    either, browserless_service, compat_service
+    either, browserless_service, browserless_compat_service
 ) -> None:
     client, sid, mode = either
     proc = await client.processes.spawn(sid, "python3", ["-u", "-c", WINCH_PROGRAM], allocate_tty=True,
@@ -339,7 +340,7 @@ async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once
     await client.processes.stdin(sid, proc.process_id, b"one\n")
     end = await seen.until(b"got-one\r\n")
 
-    drop_attach(compat_service if mode == "compat" else browserless_service, output)
+    drop_attach(browserless_compat_service if mode == "compat" else browserless_service, output)
     # reattached, and the size nudged (one column less, then back): the program repaints on SIGWINCH
     end = await seen.until(b"winch-24x80\r\n", end)
     assert output.reconnects == 1 and output.path == "attach"
@@ -352,7 +353,7 @@ async def test_a_dropped_attach_reattaches_nudges_the_size_and_shows_output_once
 
 
 async def test_an_exit_while_the_attach_was_down_ends_with_its_code(
-    either, browserless_service, compat_service
+    either, browserless_service, browserless_compat_service
 ) -> None:
     client, sid, mode = either
     proc = await client.processes.spawn(sid, "sh", ["-c", "echo ready; read line; exit 9"], allocate_tty=True)
@@ -360,7 +361,7 @@ async def test_an_exit_while_the_attach_was_down_ends_with_its_code(
     output = pty_output(client, sid, proc.process_id, seen)
     running = asyncio.ensure_future(output.run())
     await seen.until(b"ready\r\n")
-    drop_attach(compat_service if mode == "compat" else browserless_service, output)
+    drop_attach(browserless_compat_service if mode == "compat" else browserless_service, output)
     await client.processes.stdin(sid, proc.process_id, b"x\n")  # exits while no one is attached
     assert await asyncio.wait_for(running, TIMEOUT) == 9
 

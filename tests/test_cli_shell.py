@@ -245,12 +245,13 @@ PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
 
 
 @pytest.fixture(scope="module")
-def compat_session(compat_service):
-    created = bb(compat_service, "new", "--json", "--timeout", "900")
+def compat_session(browserless_compat_service):
+    """A session on --kernel-compat without Chromium: a shell needs no browser."""
+    created = bb(browserless_compat_service, "new", "--json", "--timeout", "900")
     assert created.returncode == 0, created.stderr
     sid = json.loads(created.stdout)["session_id"]
     yield sid
-    bb(compat_service, "rm", sid)
+    bb(browserless_compat_service, "rm", sid)
 
 
 def drop_cli_connections(service, term: PtyProcess) -> None:
@@ -270,14 +271,16 @@ WIDE_LINE_DRAWN_WHOLE = rb"W{119}Z\r\n"
 
 
 @pytest.mark.parametrize("editor", ["vim", "less"])
-def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compat_service, compat_session, editor):
+def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(browserless_compat_service, compat_session,
+                                                                           editor):
     """Kernel's VM gives a PTY's output only over attach: all of it must come that way, survive the
     service dropping the connection (the editor repaints), and end with the remote exit status."""
     if shutil.which(editor) is None:
         pytest.skip(f"{editor} is not installed")
-    page = session_area(compat_service, compat_session, f"page-{editor}") / "page.txt"  # the sandbox sees no tmp_path
+    # the sandbox sees no tmp_path
+    page = session_area(browserless_compat_service, compat_session, f"page-{editor}") / "page.txt"
     page.write_text(WIDE_LINE + "".join(f"page line {i}\n" for i in range(200)))
-    term = shell_in_pty(compat_service, compat_session, rows=30, cols=100, command=PROMPT_SHELL)
+    term = shell_in_pty(browserless_compat_service, compat_session, rows=30, cols=100, command=PROMPT_SHELL)
     try:
         term.expect(rb"PROMPT> ")
         ready(term)
@@ -293,7 +296,7 @@ def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compa
         term.expect(rb"page line 0")
         term.expect(rb"page line 30")  # the whole first screen is drawn
 
-        drop_cli_connections(compat_service, term)
+        drop_cli_connections(browserless_compat_service, term)
         # Drawn again: the size nudge after the reattach (one column less, then the real size back).
         if editor == "vim":
             term.expect(rb"page line 0", timeout=30)
@@ -320,9 +323,9 @@ def test_against_kernel_compat_output_resize_editor_reattach_and_exit_code(compa
         assert page.read_text().startswith("edited-after-drop " + WIDE_LINE + "page line 0\n")
 
 
-def test_against_kernel_compat_a_signal_ends_the_shell_with_a_failure(compat_service, compat_session):
+def test_against_kernel_compat_a_signal_ends_the_shell_with_a_failure(browserless_compat_service, compat_session):
     """Kernel reports -1 for a process ended by a signal; bbrowse exits 1 (the signal is not known)."""
-    term = shell_in_pty(compat_service, compat_session, command=PROMPT_SHELL)
+    term = shell_in_pty(browserless_compat_service, compat_session, command=PROMPT_SHELL)
     try:
         term.expect(rb"PROMPT> ")
         ready(term)
@@ -332,7 +335,7 @@ def test_against_kernel_compat_a_signal_ends_the_shell_with_a_failure(compat_ser
         term.close()
 
 
-def test_against_kernel_compat_pipe_mode_keeps_its_streams(compat_service, compat_session):
+def test_against_kernel_compat_pipe_mode_keeps_its_streams(browserless_compat_service, compat_session):
     """No PTY in pipe mode: stdout/stream carries the output there, under Kernel's rules too."""
-    result = bb(compat_service, "shell", compat_session, input=b"echo to-out; echo to-err >&2; exit 7\n")
+    result = bb(browserless_compat_service, "shell", compat_session, input=b"echo to-out; echo to-err >&2; exit 7\n")
     assert (result.returncode, result.stdout, result.stderr) == (7, b"to-out\n", b"to-err\n")

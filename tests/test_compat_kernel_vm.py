@@ -67,16 +67,16 @@ async def vm_of(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
 
 
 @pytest.fixture(scope="module")
-async def compat(compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
-    """A session of the --kernel-compat service, through its VM endpoint."""
-    async for vm in vm_of(compat_http):
+async def compat(browserless_compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    """A session of the --kernel-compat service, through its VM endpoint (no browser: none of this is its)."""
+    async for vm in vm_of(browserless_compat_http):
         yield vm
 
 
 @pytest.fixture(scope="module")
-async def default(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+async def default(browserless_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
     """A session of the default service, through its VM endpoint: the same calls, the generous behaviour."""
-    async for vm in vm_of(http):
+    async for vm in vm_of(browserless_http):
         yield vm
 
 
@@ -249,16 +249,17 @@ async def test_one_attach_at_a_time_the_second_is_409_at_once(compat: Vm) -> Non
 
 
 async def test_attach_refusals_before_the_upgrade_are_type_error_json(
-    compat: Vm, compat_service: ServiceHandle, compat_http: httpx.AsyncClient
+    compat: Vm, browserless_compat_service: ServiceHandle
 ) -> None:
     """404 unknown process, 400 a process without a PTY (the default attaches to pipes too), on both planes."""
     pipe = await compat.spawn("sleep", "30")
     unknown = "3f0e4a5e-0000-4000-8000-000000000000"
-    control = compat_service.url.replace("http://", "ws://", 1) + f"/browsers/{compat.sid}/process"
-    for url, headers in ((compat.attach_url(unknown), None), (f"{control}/{unknown}/attach", compat_service.headers)):
+    service = browserless_compat_service
+    control = service.url.replace("http://", "ws://", 1) + f"/browsers/{compat.sid}/process"
+    for url, headers in ((compat.attach_url(unknown), None), (f"{control}/{unknown}/attach", service.headers)):
         code, body = await refused(url, headers)
         assert (code, body) == (404, {"type": "error", "message": "process not found"}), body
-    for url, headers in ((compat.attach_url(pipe), None), (f"{control}/{pipe}/attach", compat_service.headers)):
+    for url, headers in ((compat.attach_url(pipe), None), (f"{control}/{pipe}/attach", service.headers)):
         code, body = await refused(url, headers)
         assert (code, body) == (400, {"type": "error", "message": "process is not PTY-backed"})
     await compat.http.post(f"/process/{pipe}/kill", json={"signal": "KILL"})
@@ -306,8 +307,9 @@ async def test_a_process_ended_by_a_signal_reports_minus_one(compat: Vm, default
 
 
 async def test_in_vm_errors_are_message_only_and_the_control_plane_keeps_the_contract(
-    compat: Vm, compat_http: httpx.AsyncClient
+    compat: Vm, browserless_compat_http: httpx.AsyncClient
 ) -> None:
+    compat_http = browserless_compat_http
     pipe = await compat.spawn("sleep", "30")
     unknown = "3f0e4a5e-0000-4000-8000-000000000000"
     asks = [
@@ -361,8 +363,9 @@ async def log_events(client: httpx.AsyncClient, url: str, **params) -> list[dict
 
 
 async def test_supervisor_logs_are_not_available_one_event_then_the_end(
-    compat: Vm, compat_http: httpx.AsyncClient
+    compat: Vm, browserless_compat_http: httpx.AsyncClient
 ) -> None:
+    compat_http = browserless_compat_http
     for client, url in ((compat.http, "/logs/stream"), (compat_http, f"/browsers/{compat.sid}/logs/stream")):
         events = await log_events(client, url, source="supervisor", supervisor_process="chromium", follow="true")
         assert [e["message"] for e in events] == [LOGS_SOURCE_NOT_AVAILABLE] and events[0]["event"] == "log"

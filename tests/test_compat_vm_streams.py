@@ -21,15 +21,16 @@ from test_compat_kernel_vm import TIMEOUT, Vm, status, vm_of, wait_exited
 from bbrowse.wire import LOGS_SOURCE_NOT_AVAILABLE
 
 
+# Services with no Chromium: no test here is about the browser.
 @pytest.fixture(scope="module")
-async def compat(compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
-    async for vm in vm_of(compat_http):
+async def compat(browserless_compat_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    async for vm in vm_of(browserless_compat_http):
         yield vm
 
 
 @pytest.fixture(scope="module")
-async def default(http: httpx.AsyncClient) -> AsyncIterator[Vm]:
-    async for vm in vm_of(http):
+async def default(browserless_http: httpx.AsyncClient) -> AsyncIterator[Vm]:
+    async for vm in vm_of(browserless_http):
         yield vm
 
 
@@ -220,7 +221,9 @@ async def test_logs_follow_false_never_ends_skips_empty_lines_and_never_sends_a_
     assert [e["message"] for e in seen.events] == ["one", "two"]
 
 
-async def test_logs_path_problems_are_one_event_then_the_end(compat: Vm, compat_http: httpx.AsyncClient) -> None:
+async def test_logs_path_problems_are_one_event_then_the_end(
+    compat: Vm, browserless_compat_http: httpx.AsyncClient
+) -> None:
     """`logs.go` 18-46: an absent or relative path is `logs source not available`, a file it cannot open
     `failed to open log path`; one event, then the stream ends (no 400 or 404), on both planes."""
     cases = [
@@ -232,7 +235,7 @@ async def test_logs_path_problems_are_one_event_then_the_end(compat: Vm, compat_
         seen = await sse(compat, "/logs/stream", TIMEOUT, **params)
         assert [e["message"] for e in seen.events] == [message] and seen.ended, params
         async with asyncio.timeout(TIMEOUT):
-            r = await compat_http.get(f"/browsers/{compat.sid}/logs/stream", params=params)
+            r = await browserless_compat_http.get(f"/browsers/{compat.sid}/logs/stream", params=params)
         assert r.status_code == 200 and message in r.text, (params, r.text)
 
 

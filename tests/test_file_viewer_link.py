@@ -48,8 +48,8 @@ class ViewerHost(App[None]):
 
 
 @pytest.fixture(scope="module")
-async def compat_sid(compat_service: ServiceHandle) -> AsyncIterator[str]:
-    client = BrowserClient(compat_service.url, compat_service.token)
+async def compat_sid(browserless_compat_service: ServiceHandle) -> AsyncIterator[str]:
+    client = BrowserClient(browserless_compat_service.url, browserless_compat_service.token)
     sid = (await client.sessions.create(timeout_seconds=600)).session_id
     yield sid
     await client.sessions.delete(sid)
@@ -65,14 +65,14 @@ def big_text_file(service: ServiceHandle, sid: str, name: str, size: int) -> str
 
 
 async def test_the_first_screen_of_a_200_mb_file_costs_at_most_256_kib_at_10_mbit(
-    compat_service: ServiceHandle, compat_sid: str, bad_link, monkeypatch: pytest.MonkeyPatch,
+    browserless_compat_service: ServiceHandle, compat_sid: str, bad_link, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Then an image (which the first read finds, and reads whole on a normal connection) is drawn."""
     monkeypatch.setenv(ENV_IMAGE_RENDERING, "halfcell")
     size = 200 * MIB
-    path = big_text_file(compat_service, compat_sid, "viewer-link", size)
-    link = bad_link(compat_service, delay=0.05, rate=10e6 / 8)  # 100 ms round trip, 10 Mbit/s
-    app = ViewerHost(BrowserClient(link.url, compat_service.token), compat_sid)
+    path = big_text_file(browserless_compat_service, compat_sid, "viewer-link", size)
+    link = bad_link(browserless_compat_service, delay=0.05, rate=10e6 / 8)  # 100 ms round trip, 10 Mbit/s
+    app = ViewerHost(BrowserClient(link.url, browserless_compat_service.token), compat_sid)
     async with app.run_test(size=(120, 40)) as pilot:
         viewer = app.query_one(FileViewer)
         viewer.open_remote(path, size)
@@ -84,7 +84,7 @@ async def test_the_first_screen_of_a_200_mb_file_costs_at_most_256_kib_at_10_mbi
         await wait_for(pilot, lambda: link.open_connections == 0, what="the read's connection closed")
         assert link.bytes_down <= 256 * 1024, f"{link.bytes_down:,} bytes down for the first screen"
 
-        picture = session_area(compat_service, compat_sid, "viewer-link-image") / "noise.png"
+        picture = session_area(browserless_compat_service, compat_sid, "viewer-link-image") / "noise.png"
         PILImage.frombytes("RGB", (256, 256), random.Random(7).randbytes(256 * 256 * 3)).save(picture, format="PNG")
         viewer.open_remote(str(picture), picture.stat().st_size)
         view = viewer.query_one(ImageView)
@@ -94,13 +94,13 @@ async def test_the_first_screen_of_a_200_mb_file_costs_at_most_256_kib_at_10_mbi
 
 
 async def test_replies_after_another_open_or_after_the_viewer_is_gone_draw_nothing(
-    compat_service: ServiceHandle, compat_sid: str, bad_link,
+    browserless_compat_service: ServiceHandle, compat_sid: str, bad_link,
 ) -> None:
-    path = big_text_file(compat_service, compat_sid, "viewer-late", 200 * MIB)
-    small = session_area(compat_service, compat_sid, "viewer-late-small") / "small.txt"
+    path = big_text_file(browserless_compat_service, compat_sid, "viewer-late", 200 * MIB)
+    small = session_area(browserless_compat_service, compat_sid, "viewer-late-small") / "small.txt"
     small.write_bytes(b"the small file\n")
-    link = bad_link(compat_service, rate=1e6 / 8)  # 1 Mbit/s: the first read streams for half a second
-    app = ViewerHost(BrowserClient(link.url, compat_service.token), compat_sid)
+    link = bad_link(browserless_compat_service, rate=1e6 / 8)  # 1 Mbit/s: the first read streams for half a second
+    app = ViewerHost(BrowserClient(link.url, browserless_compat_service.token), compat_sid)
     async with app.run_test(size=(120, 40)) as pilot:
         viewer = app.query_one(FileViewer)
         viewer.open_remote(path)
