@@ -218,11 +218,21 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
     server.close()
 
 
-@pytest.fixture(scope="session")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-state"))
+#: What `BBROWSE_CHROMIUM` is set to for a service with no Chromium (a supported mode: browser calls answer 503).
+NO_CHROMIUM = "/nonexistent/chromium"
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, name: str,
+           extra_env: dict[str, str] | None = None) -> Iterator[ServiceHandle]:
+    """A session fixture's service: started in a fresh state directory, stopped after the run."""
+    handle = start_service(tmp_path_factory.mktemp(name), extra_env=extra_env)
     yield handle
     stop_service(handle)
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
+    yield from _serve(tmp_path_factory, "bbrowse-state")
 
 
 @pytest.fixture(scope="session")
@@ -230,10 +240,7 @@ def browserless_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     """A second real service configured with no Chromium (a supported mode: processes, files and
     logs work, browser calls answer 503). For tests that create many sessions and never use their
     browser, such as paging, where launching 45 Chromiums would only cost minutes."""
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-nobrowser"),
-                           extra_env={"BBROWSE_CHROMIUM": "/nonexistent/chromium"})
-    yield handle
-    stop_service(handle)
+    yield from _serve(tmp_path_factory, "bbrowse-nobrowser", {"BBROWSE_CHROMIUM": NO_CHROMIUM})
 
 
 @pytest.fixture(scope="session")
@@ -241,19 +248,15 @@ def compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
     """A real service started with `--kernel-compat` (env `BBROWSE_KERNEL_COMPAT`): it behaves as Kernel's VM does
     (PTY output only over `attach`, read only while attached, one attach, 10 s retention, -1 after a signal,
     `{"message"}` errors under `/vm/`, no supervisor log source; README: "Default vs --kernel-compat")."""
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-compat"), extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
-    yield handle
-    stop_service(handle)
+    yield from _serve(tmp_path_factory, "bbrowse-compat", {"BBROWSE_KERNEL_COMPAT": "1"})
 
 
 @pytest.fixture(scope="session")
 def browserless_compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
     """`compat_service` with no Chromium: Kernel's VM behaviour for processes, PTYs, files and logs, for tests of
     those that need no browser (a Chromium start each saved)."""
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-compat-nobrowser"),
-                           extra_env={"BBROWSE_KERNEL_COMPAT": "1", "BBROWSE_CHROMIUM": "/nonexistent/chromium"})
-    yield handle
-    stop_service(handle)
+    yield from _serve(tmp_path_factory, "bbrowse-compat-nobrowser",
+                      {"BBROWSE_KERNEL_COMPAT": "1", "BBROWSE_CHROMIUM": NO_CHROMIUM})
 
 
 @pytest.fixture(scope="session")
@@ -267,10 +270,8 @@ async def browserless_compat_http(browserless_compat_service: ServiceHandle) -> 
 def unsandboxed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
     """A real service started with `--no-sandbox` (env `BBROWSE_NO_SANDBOX`) and no Chromium: sessions run on the
     host, as the service's user. For tests that need the service to see this machine's files, not a browser."""
-    handle = start_service(tmp_path_factory.mktemp("bbrowse-nosandbox"),
-                           extra_env={"BBROWSE_NO_SANDBOX": "1", "BBROWSE_CHROMIUM": "/nonexistent/chromium"})
-    yield handle
-    stop_service(handle)
+    yield from _serve(tmp_path_factory, "bbrowse-nosandbox",
+                      {"BBROWSE_NO_SANDBOX": "1", "BBROWSE_CHROMIUM": NO_CHROMIUM})
 
 
 @pytest.fixture(scope="session")
