@@ -104,7 +104,20 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return False  # someone else's process: not ours to reuse
-    return True
+    return not _ended_unreaped(pid)
+
+
+def _ended_unreaped(pid: int) -> bool:
+    """The process has ended and waits for its parent to reap it: a service the running app started and
+    `bbrowse serve --stop` stopped is such a zombie until the app looks, yet signal 0 still reaches it."""
+    import psutil  # here, not at start-up: only a service found running is asked about
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
 
 
 def read_discovery(path: Path | None = None) -> dict | None:

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from cli_support import BBROWSE, COMMAND_TIMEOUT
+from conftest import NO_CHROMIUM, start_service, stop_service
 
 
 def run(env: dict, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -64,3 +65,24 @@ def test_new_then_sessions_through_the_detached_embedded_service_then_serve_stop
         if pid is not None and alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_serve_stop_answers_once_the_service_ends_though_the_app_that_started_it_has_not_reaped_it(tmp_path):
+    """The app that started the embedded service is its parent (here: this test) and reaps it only when it next
+    looks; until then the ended service is a zombie that signal 0 still reaches. `bbrowse serve --stop` says
+    it stopped as soon as the service has ended, not after its 10 s wait, and the next one finds none."""
+    service = start_service(tmp_path / "state", extra_env={"BBROWSE_CHROMIUM": NO_CHROMIUM})
+    env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_BASE_URL", "KERNEL_API_KEY", "BBROWSE_DEBUG")}
+    env.update(BBROWSE_STATE_DIR=str(tmp_path / "state"), BBROWSE_CONFIG_DIR=str(tmp_path / "config"))
+    try:
+        started = time.monotonic()
+        stopped = run(env, "serve", "--stop")
+        took = time.monotonic() - started
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.decode().strip() == f"stopped bbrowse serve (pid {service.pid})"
+        assert not alive(service.pid) and service.process.returncode is None  # ended, not reaped by its parent
+        assert took < 5.0, took  # it waited out its 10 s for a zombie before
+        again = run(env, "serve", "--stop")
+        assert again.returncode == 0 and again.stdout.decode().strip() == "no bbrowse serve is running"
+    finally:
+        stop_service(service)
