@@ -67,14 +67,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
 
 
-#: The files that take longest, longest first (from the suite's --durations). With `--dist loadfile
-#: --no-loadscope-reorder` (scripts/test.sh) workers take files in this order, so a long file starts early
-#: instead of running alone at the end; the others follow in their usual order.
+#: The files that take five seconds or more, longest first (`--durations=0` summed per file). With `--dist loadfile
+#: --no-loadscope-reorder` (scripts/test.sh) workers take files in this order: long files start early and the
+#: run ends on short ones (the rest, in their usual order) instead of one worker running a long file alone.
 SLOW_FILES = (
-    "test_fuzz.py", "test_app_shell.py", "test_cli_compat.py", "test_app_keyboard.py", "test_app_files.py",
-    "test_net.py", "test_cli_shell.py", "test_app_compat.py", "test_app_logs.py", "test_client.py",
-    "test_app_newcomer_reconnect.py", "test_app_file_manager.py", "test_cdp_proxy.py", "test_terminal_widget.py",
-    "test_attach.py", "test_app_events.py", "test_faults.py", "test_app_sessions.py", "test_sessions.py",
+    "test_app_shell.py", "test_net.py", "test_fuzz.py", "test_app_compat.py", "test_cli_compat.py",
+    "test_terminal_widget.py", "test_app_keyboard.py", "test_app_files.py", "test_app_wall.py",
+    "test_compat_kernel_vm.py", "test_replays.py", "test_compat_vm_session.py", "test_faults.py", "test_computer.py",
+    "test_browsers.py", "test_app_live_view.py", "test_sessions.py", "test_auth.py", "test_cli_shell.py",
+    "test_app_profiles.py", "test_cdp_proxy.py", "test_app_quit.py", "test_attach.py", "test_app_newcomer_polling.py",
+    "test_cli_computer.py", "test_app_screenshot.py", "test_app_logs.py", "test_processes.py",
+    "test_app_file_manager.py", "test_app_newcomer_screens.py", "test_cli_commands.py", "test_app_panes_shells.py",
+    "test_integrity.py", "test_cli_embedded.py", "test_app_events.py", "test_app_prediction.py", "test_vm_auth.py",
+    "test_terminal_core.py", "test_app_sessions.py", "test_compat_vm_streams.py", "test_themes.py", "test_load.py",
+    "test_app_snapshots.py", "test_retention.py", "test_client.py", "test_app_replays.py", "test_startup.py",
+    "test_cli_browser.py", "test_app_newcomer_reconnect.py", "test_app_panes_logs.py", "test_sandbox.py",
+    "test_keep_alive.py", "test_logs.py", "test_telemetry.py", "test_app_panes_files.py",
 )
 
 
