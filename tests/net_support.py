@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import trustme
-from conftest import ServiceHandle, start_service, stop_service
+from conftest import NO_CHROMIUM, ServiceHandle, start_service, stop_service
 from netem import TLS_HOST, BadLink, ConnectProxy
 
 
@@ -88,8 +88,9 @@ def start_tls_service(state_dir: Path, ca: TestCA, extra_env: dict[str, str] | N
 
 @pytest.fixture(scope="session")
 def tls_compat_service(tmp_path_factory: pytest.TempPathFactory, test_ca: TestCA) -> Iterator[ServiceHandle]:
-    """`bbrowse serve --kernel-compat` over HTTPS with `test_ca`'s certificate."""
+    """`bbrowse serve --kernel-compat` over HTTPS with `test_ca`'s certificate (no Chromium: its tests are of
+    the connection)."""
     handle = start_tls_service(tmp_path_factory.mktemp("bbrowse-tls"), test_ca,
-                               extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
+                               extra_env={"BBROWSE_KERNEL_COMPAT": "1", "BBROWSE_CHROMIUM": NO_CHROMIUM})
     yield handle
     stop_service(handle)

@@ -131,9 +131,9 @@ async def test_a_shell_pane_says_its_session_was_deleted_or_its_vm_is_going_away
     service stops (Kernel's VM going away). A deleted session: the pane says so, offers no restart, and
     no error shows. The VM gone with the session not known to be gone: the pane says the VM is going away
     and why. (A service of its own: this test stops it.)"""
-    from conftest import start_service, stop_service
+    from conftest import NO_CHROMIUM, start_service, stop_service
 
-    handle = start_service(tmp_path, extra_env={"BBROWSE_KERNEL_COMPAT": "1"})
+    handle = start_service(tmp_path, extra_env={"BBROWSE_KERNEL_COMPAT": "1", "BBROWSE_CHROMIUM": NO_CHROMIUM})
     try:
         client = BrowserClient(handle.url, handle.token)
         deleted = await client.sessions.create(timeout_seconds=600)

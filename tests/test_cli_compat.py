@@ -1,7 +1,8 @@
 """The commands against `bbrowse serve --kernel-compat` (Kernel's VM where a client must cope): `bbrowse shell`
 through a real PTY and through a pipe, `bbrowse ls` on an empty directory and a symlink, `bbrowse logs
 --no-follow` where a `follow=false` stream never ends, keys and resizes refused after the exit, `bbrowse logs
---follow` keeping a session alive where a log stream is no activity."""
+--follow` keeping a session alive where a log stream is no activity (that one with a Chromium: its CDP keeps the
+session; the others need none)."""
 
 from __future__ import annotations
 
@@ -23,21 +24,21 @@ PROMPT_SHELL = ("env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile", "-i")
 
 
 @pytest.fixture(scope="module")
-def compat_sid(compat_service):
-    created = bb(compat_service, "new", "--json", "--timeout", "600")
+def compat_sid(browserless_compat_service):
+    created = bb(browserless_compat_service, "new", "--json", "--timeout", "600")
     assert created.returncode == 0, created.stderr
     sid = json.loads(created.stdout)["session_id"]
     yield sid
-    bb(compat_service, "rm", sid)
+    bb(browserless_compat_service, "rm", sid)
 
 
-def test_shell_exit_code_within_two_seconds_with_no_exit_frame(compat_service, compat_sid):
+def test_shell_exit_code_within_two_seconds_with_no_exit_frame(browserless_compat_service, compat_sid):
     """Compat ends an attach with no exit frame and no close (as Kernel's VM can): bbrowse shell still
     exits with the remote status, at once."""
     bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
     remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
     term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
-                      cli_env(compat_service))
+                      cli_env(browserless_compat_service))
     try:
         term.expect(rb"PROMPT> ")
         term.send(b'echo "ready$((6*7))"\r')
@@ -51,34 +52,36 @@ def test_shell_exit_code_within_two_seconds_with_no_exit_frame(compat_service, c
         term.close()
 
 
-def test_piped_shell_ls_and_logs_no_follow(compat_service, compat_sid):
+def test_piped_shell_ls_and_logs_no_follow(browserless_compat_service, compat_sid):
     # piped: input fed at once although compat sends the stream's headers only with its first event,
     # and `cat` sees the real end of input
-    piped = bb(compat_service, "shell", compat_sid, "--", "sh", "-c", "cat; echo after-eof", input=b"piped-in\n")
+    piped = bb(browserless_compat_service, "shell", compat_sid, "--", "sh", "-c", "cat; echo after-eof",
+               input=b"piped-in\n")
     assert (piped.returncode, piped.stdout, piped.stderr) == (0, b"piped-in\nafter-eof\n", b"")
 
     base = f"/tmp/bbrowse-cli-compat-{time.monotonic_ns()}"
     script = f"mkdir -p {base}/empty && ln -s {base}/empty {base}/link && printf 'one\\n\\nthree\\npart' > {base}/x.log"
-    made = bb_here(compat_service, "exec", compat_sid, "--", "sh", "-c", script)
+    made = bb_here(browserless_compat_service, "exec", compat_sid, "--", "sh", "-c", script)
     assert made.returncode == 0, made.stderr
-    empty = bb_here(compat_service, "ls", compat_sid, f"{base}/empty")  # compat answers null
+    empty = bb_here(browserless_compat_service, "ls", compat_sid, f"{base}/empty")  # compat answers null
     assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
-    listed = bb_here(compat_service, "ls", compat_sid, base, "-l")
+    listed = bb_here(browserless_compat_service, "ls", compat_sid, base, "-l")
     rows = {line.split()[-1]: line.split()[0] for line in listed.stdout.decode().splitlines()}
     assert set(rows) == {"empty/", "link@", "x.log"}, listed.stdout  # the link lstat'd, shown as one
     assert rows["link@"] == "lrwxrwxrwx" and rows["empty/"][0] == "d", rows  # Go's L... and d... as ls has them
 
-    logs = bb_here(compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow")
+    logs = bb_here(browserless_compat_service, "logs", compat_sid, "--path", f"{base}/x.log", "--no-follow")
     assert (logs.returncode, logs.stdout) == (0, b"one\n\nthree\npart\n"), logs.stderr
 
 
-def test_shell_input_and_resizes_refused_after_the_exit_show_the_exit_not_an_error(compat_service, compat_sid):
+def test_shell_input_and_resizes_refused_after_the_exit_show_the_exit_not_an_error(browserless_compat_service,
+                                                                                   compat_sid):
     """Compat answers `stdin` and `resize` with 500 once the program is gone (as Kernel): keys typed and
     resizes made while bbrowse shell has not yet seen the exit end in the exit code, with no error line."""
     bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
     remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
     term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
-                      cli_env(compat_service))
+                      cli_env(browserless_compat_service))
     try:
         term.expect(rb"PROMPT> ")
         term.send(b"exit 3\r")
@@ -158,16 +161,16 @@ def test_logs_follow_keeps_a_session_alive_past_its_timeout_and_lets_go_after(tm
         assert http.get(f"/browsers/{sid}").status_code != 200, "the session outlived its timeout after logs ended"
 
 
-def test_last_the_vm_going_away_is_said(compat_service, compat_sid):
+def test_last_the_vm_going_away_is_said(browserless_compat_service, compat_sid):
     """Compat closes attach sockets with 1001 `browser shutting down` when the session's VM goes away
     (here: the session deleted; last in this module, which owns the session)."""
     bbrowse = " ".join(shlex.quote(part) for part in BBROWSE)
     remote = " ".join(shlex.quote(part) for part in PROMPT_SHELL)
     term = PtyProcess(["sh", "-c", f'{bbrowse} shell {compat_sid} -- {remote}; echo "rc=$?"'],
-                      cli_env(compat_service))
+                      cli_env(browserless_compat_service))
     try:
         term.expect(rb"PROMPT> ")
-        assert bb(compat_service, "rm", compat_sid).returncode == 0
+        assert bb(browserless_compat_service, "rm", compat_sid).returncode == 0
         term.expect(rb"the session's VM is going away \(browser shutting down\)", timeout=30)
         term.expect(rb"rc=255\r\n", timeout=15)
     finally:

@@ -31,7 +31,8 @@ def alive(pid: int) -> bool:
 def test_new_then_sessions_through_the_detached_embedded_service_then_serve_stop(tmp_path):
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_BASE_URL", "KERNEL_API_KEY", "BBROWSE_DEBUG")}
-    env.update(BBROWSE_STATE_DIR=str(state), BBROWSE_CONFIG_DIR=str(tmp_path / "config"))
+    # no Chromium: the subject is the service the commands start, find and stop, not its browsers
+    env.update(BBROWSE_STATE_DIR=str(state), BBROWSE_CONFIG_DIR=str(tmp_path / "config"), BBROWSE_CHROMIUM=NO_CHROMIUM)
     pid = None
     try:
         before = json.loads(run(env, "info", "--json").stdout)

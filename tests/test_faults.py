@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 import psutil
 import pytest
-from conftest import ServiceHandle, session_area, start_service, stop_service
+from conftest import NO_CHROMIUM, ServiceHandle, session_area, start_service, stop_service
 from test_app_logs import LogsScreen, append, screen_rows, status
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
@@ -48,13 +48,14 @@ TOKEN = "faults-token-0123456789abcdefghijklmnop"
 class Restartable:
     """One `bbrowse serve` that a test can SIGKILL and start again on the same port, token and state."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, extra_env: dict[str, str] | None = None) -> None:
         self.state_dir = state_dir
+        self.env = {"BBROWSE_TOKEN": TOKEN, **(extra_env or {})}
         self.port = 0  # the first start takes any free port; restarts reuse the one it got
         self.handle: ServiceHandle = self.start()
 
     def start(self) -> ServiceHandle:
-        self.handle = start_service(self.state_dir, extra_env={"BBROWSE_TOKEN": TOKEN}, port=self.port)
+        self.handle = start_service(self.state_dir, extra_env=self.env, port=self.port)
         self.port = urlsplit(self.handle.url).port or 0
         return self.handle
 
@@ -74,23 +75,38 @@ class Restartable:
 
 @pytest.fixture(scope="module")
 def restartable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restartable]:
-    service = Restartable(tmp_path_factory.mktemp("faults-state"))
+    """With no Chromium: what most tests here restart is the service, its records, processes and streams (each
+    restart would start the surviving session's browser again)."""
+    service = Restartable(tmp_path_factory.mktemp("faults-state"), {"BBROWSE_CHROMIUM": NO_CHROMIUM})
     yield service
     stop_service(service.handle)
 
 
-@pytest.fixture(scope="module")
-def session_id(restartable: Restartable) -> str:
-    """A named session that outlives the restarts of this module."""
+@pytest.fixture
+def restartable_with_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restartable]:
+    service = Restartable(tmp_path_factory.mktemp("faults-state-chromium"))
+    yield service
+    stop_service(service.handle)
+
+
+def survivor(restartable: Restartable) -> str:
+    """A named session that outlives the service's restarts."""
     r = httpx.post(restartable.url + "/browsers", json={"name": "survivor", "timeout_seconds": 900},
                    headers=restartable.headers, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()["session_id"]
 
 
-async def test_killed_service_gives_connection_lost_then_comes_back_with_the_session(
-    restartable: Restartable, session_id: str
+@pytest.fixture(scope="module")
+def session_id(restartable: Restartable) -> str:
+    return survivor(restartable)
+
+
+async def test_killed_service_gives_connection_lost_then_comes_back_with_the_session_and_a_new_chromium(
+    restartable_with_chromium: Restartable
 ) -> None:
+    restartable = restartable_with_chromium
+    session_id = survivor(restartable)
     client = BrowserClient(restartable.url, TOKEN)
     tmp_path = session_area(restartable.handle, session_id, f"t-{secrets.token_hex(4)}")
     ticker = await client.processes.spawn(session_id, "sh", ["-c", "while :; do echo tick; sleep 0.05; done"])
@@ -216,14 +232,17 @@ async def until(pilot, predicate, what: str, timeout: float = 15.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_sid(module_session_id: str) -> str:
-    """The session the tests below share: conftest's one for this module (its own `session_id` is another)."""
-    return module_session_id
+def shared_sid(browserless_module_session_id: str) -> str:
+    """The session the tests below share, on the service with no Chromium: conftest's one for this module (its
+    own `session_id` is another)."""
+    return browserless_module_session_id
 
 
 @pytest.mark.parametrize("tty", [False, True], ids=["pipe", "pty"])
 @pytest.mark.parametrize("how", ["kill route", "SIGKILL from outside"])
-async def test_a_process_killed_mid_write_gives_its_exit_event(service, shared_sid: str, tty: bool, how: str) -> None:
+async def test_a_process_killed_mid_write_gives_its_exit_event(browserless_service, shared_sid: str, tty: bool,
+                                                             how: str) -> None:
+    service = browserless_service
     client = BrowserClient(service.url, service.token)
     spawned = await client.processes.spawn(shared_sid, "yes", ["written-at-full-speed"], allocate_tty=tty)
     received = 0
@@ -246,8 +265,9 @@ async def test_a_process_killed_mid_write_gives_its_exit_event(service, shared_s
 
 
 async def test_a_file_unlinked_mid_download_still_arrives_whole(
-    service: ServiceHandle, http: httpx.AsyncClient, shared_sid: str
+    browserless_service: ServiceHandle, browserless_http: httpx.AsyncClient, shared_sid: str
 ) -> None:
+    service, http = browserless_service, browserless_http
     data = os.urandom(8 << 20)
     doomed = session_area(service, shared_sid, f"t-{secrets.token_hex(4)}") / "doomed.bin"
     doomed.write_bytes(data)
@@ -265,9 +285,10 @@ async def test_a_file_unlinked_mid_download_still_arrives_whole(
         doomed.unlink()
 
 
-async def test_a_client_reattaching_right_after_closing_is_not_refused(service, shared_sid: str) -> None:
+async def test_a_client_reattaching_right_after_closing_is_not_refused(browserless_service, shared_sid: str) -> None:
     """The old attach's handler learned of the close a moment after the client did: 1-2 % of quick
     reattaches were refused with 409 "already has an attached client"."""
+    service = browserless_service
     client = BrowserClient(service.url, service.token)
     spawned = await client.processes.spawn(shared_sid, "cat", allocate_tty=True)
     url = service.url.replace("http://", "ws://", 1) + f"/browsers/{shared_sid}/process/{spawned.process_id}/attach"

@@ -1,6 +1,7 @@
 """bbrowse over a real network's ways: TLS with a test CA, an HTTPS_PROXY, links that drop and stall.
 
-Against `--kernel-compat` (the stricter server) through `netem` (tests/net_support.py).
+Against `--kernel-compat` (the stricter server) through `netem` (tests/net_support.py), with no Chromium: the
+subject is the network between the client and the service, not the browser.
 """
 
 from __future__ import annotations
@@ -166,17 +167,18 @@ class _NumberedLog:
         return numbers[-1] >= upto
 
 
-def test_logs_follow_survives_a_drop_and_a_stall(compat_service, bad_link) -> None:
+def test_logs_follow_survives_a_drop_and_a_stall(browserless_compat_service, bad_link) -> None:
     """`bbrowse logs --follow` of a file on --kernel-compat through a 100 ms link, the file written every 50 ms:
     after a drop (connections reset, refused for 2 s) and a stall (noticed within 10 s), every line written
     meanwhile is printed, in order, none twice, and stderr says what happened."""
-    link = bad_link(compat_service, delay=0.05)
-    with httpx.Client(base_url=compat_service.url, headers=compat_service.headers, timeout=30) as http:
+    service = browserless_compat_service
+    link = bad_link(service, delay=0.05)
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=30) as http:
         sid = http.post("/browsers", json={"timeout_seconds": 300}).json()["session_id"]
         try:
-            path = session_area(compat_service, sid, "net-logs") / "app.log"
+            path = session_area(service, sid, "net-logs") / "app.log"
             path.write_text("before\n")
-            env = cli_env(compat_service, KERNEL_BASE_URL=link.url)
+            env = cli_env(service, KERNEL_BASE_URL=link.url)
             proc = subprocess.Popen([*BBROWSE, "logs", sid, "--path", str(path)], env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             out, err = _Reader(proc.stdout), _Reader(proc.stderr)
@@ -242,18 +244,19 @@ def _log_lines(panel) -> list[str]:
     return [buffer.line(seq) for seq in range(buffer.first_seq, buffer.end_seq)]
 
 
-async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, compat_http, bad_link) -> None:
+async def test_shell_and_log_panes_survive_a_drop_and_a_stall(browserless_compat_service, browserless_compat_http,
+                                                              bad_link) -> None:
     """The app on --kernel-compat through a 100 ms link: a shell printing a line every 0.1 s and a log pane
     following a file written every 50 ms, opened as on Kernel's VM (no `tail`: its last lines read from the
     file). Every line is there from the file's first, through the open, a stall (said in the top bar and both
     panes) and a drop (reset, refused 1 s), in order, once; the shell goes on. (How fast: bench/bench_net.py.)"""
-    link = bad_link(compat_service, delay=0.05)
-    r = await compat_http.post("/browsers", json={"timeout_seconds": 600})
+    link = bad_link(browserless_compat_service, delay=0.05)
+    r = await browserless_compat_http.post("/browsers", json={"timeout_seconds": 600})
     browser = Browser.model_validate(r.json())
-    path = session_area(compat_service, browser.session_id, "net-panes") / "app.log"
+    path = session_area(browserless_compat_service, browser.session_id, "net-panes") / "app.log"
     path.write_text("before\n")
 
-    app = _app_through(link, compat_service.token)
+    app = _app_through(link, browserless_compat_service.token)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             screen, tab = await _shell_of(pilot, app, browser)
@@ -301,23 +304,24 @@ async def test_shell_and_log_panes_survive_a_drop_and_a_stall(compat_service, co
             ticks = [int(line[5:]) for line in _terminal_lines(tab) if line.startswith("tick-")]
             assert ticks == sorted(set(ticks)) and ticks[-1] >= before + 20, ticks
     finally:
-        await compat_http.delete(f"/browsers/{browser.session_id}")
+        await browserless_compat_http.delete(f"/browsers/{browser.session_id}")
 
 
 async def test_a_session_deleted_while_the_link_is_down_is_said_by_its_shell_once_the_link_is_back(
-    compat_service, compat_http, bad_link, monkeypatch
+    browserless_compat_service, browserless_compat_http, bad_link, monkeypatch
 ) -> None:
     """The shell learns of the delete by reattaching (410) rather than from its exit: the pane says so, as when
     the delete is seen at once (test_app_keyboard), and the screen stays (the app's own watch of the session
     shown, which would close it, is held off as there)."""
     hold_off_session_watch(monkeypatch)
-    link = bad_link(compat_service)
-    browser = Browser.model_validate((await compat_http.post("/browsers", json={"timeout_seconds": 600})).json())
-    app = _app_through(link, compat_service.token)
+    link = bad_link(browserless_compat_service)
+    created = await browserless_compat_http.post("/browsers", json={"timeout_seconds": 600})
+    browser = Browser.model_validate(created.json())
+    app = _app_through(link, browserless_compat_service.token)
     async with app.run_test(size=(120, 34)) as pilot:
         screen, tab = await _shell_of(pilot, app, browser)
         assert link.drop(refuse_for=1.5) >= 1
-        assert (await compat_http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)
+        assert (await browserless_compat_http.delete(f"/browsers/{browser.session_id}")).status_code in (200, 204)
         await wait_for(pilot, lambda: "session was deleted" in "\n".join(tab.terminal.core.display),
                        what="the pane says so once the link is back")
         assert app.screen is screen and "session deleted" in str(tab.terminal.border_title)
