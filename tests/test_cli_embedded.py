@@ -19,6 +19,13 @@ def run(env: dict, *args: str) -> subprocess.CompletedProcess[bytes]:
                           stdin=subprocess.DEVNULL)
 
 
+def embedded_env(tmp_path, **extra: str) -> dict[str, str]:
+    """The commands' environment with no remote service named: they use the embedded one of `tmp_path`/state."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_BASE_URL", "KERNEL_API_KEY", "BBROWSE_DEBUG")}
+    return {**env, "BBROWSE_STATE_DIR": str(tmp_path / "state"), "BBROWSE_CONFIG_DIR": str(tmp_path / "config"),
+            **extra}
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie waiting for init to reap it counts as gone)."""
     try:
@@ -30,9 +37,8 @@ def alive(pid: int) -> bool:
 
 def test_new_then_sessions_through_the_detached_embedded_service_then_serve_stop(tmp_path):
     state = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_BASE_URL", "KERNEL_API_KEY", "BBROWSE_DEBUG")}
     # no Chromium: the subject is the service the commands start, find and stop, not its browsers
-    env.update(BBROWSE_STATE_DIR=str(state), BBROWSE_CONFIG_DIR=str(tmp_path / "config"), BBROWSE_CHROMIUM=NO_CHROMIUM)
+    env = embedded_env(tmp_path, BBROWSE_CHROMIUM=NO_CHROMIUM)
     pid = None
     try:
         before = json.loads(run(env, "info", "--json").stdout)
@@ -73,8 +79,7 @@ def test_serve_stop_answers_once_the_service_ends_though_the_app_that_started_it
     looks; until then the ended service is a zombie that signal 0 still reaches. `bbrowse serve --stop` says
     it stopped as soon as the service has ended, not after its 10 s wait, and the next one finds none."""
     service = start_service(tmp_path / "state", extra_env={"BBROWSE_CHROMIUM": NO_CHROMIUM})
-    env = {k: v for k, v in os.environ.items() if k not in ("KERNEL_BASE_URL", "KERNEL_API_KEY", "BBROWSE_DEBUG")}
-    env.update(BBROWSE_STATE_DIR=str(tmp_path / "state"), BBROWSE_CONFIG_DIR=str(tmp_path / "config"))
+    env = embedded_env(tmp_path)
     try:
         started = time.monotonic()
         stopped = run(env, "serve", "--stop")
