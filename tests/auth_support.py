@@ -5,6 +5,7 @@ search of a state directory for secrets written down.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tempfile
@@ -17,7 +18,8 @@ from bbrowse.service.config import ServiceConfig
 from bbrowse.wire import InstanceProxyError
 
 
-def registered_routes() -> list[tuple[str, str, str]]:
+@functools.cache  # both walks parametrize from it at collection, in every worker: the app is built once
+def registered_routes() -> tuple[tuple[str, str, str], ...]:
     """(kind, method, path) of every route the service app registers: read from the app, never listed here."""
     with tempfile.TemporaryDirectory() as scratch:  # the app object is only read, never served
         app = create_app(ServiceConfig(token="unused", state_dir=Path(scratch)))
@@ -28,7 +30,7 @@ def registered_routes() -> list[tuple[str, str, str]]:
             found += [("http", method, route.path) for method in sorted(methods)]
         elif getattr(route, "path", None):
             found.append(("websocket", "GET", route.path))
-    return found
+    return tuple(found)
 
 
 def fill_path(path: str, ids: Mapping[str, str]) -> str:
