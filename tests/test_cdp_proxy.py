@@ -237,6 +237,17 @@ async def test_text_that_is_not_valid_unicode_reaches_the_client(shared_session:
         await raw.ws.close()
 
 
+async def test_the_targets_a_client_lists_are_the_tab_and_no_browser_ui(shared_session: dict, page_url: str) -> None:
+    """What `Target.getTargets` lists is the session's page: Chromium 156 made the omnibox's AI-mode popup at
+    start and listed it as a `browser_ui` target (chrome://omnibox-popup.top-chrome/...) to every client."""
+    raw = await RawCDP.connect(shared_session["cdp_ws_url"])
+    try:
+        targets = (await raw.call("Target.getTargets"))["result"]["targetInfos"]
+        assert [(t["type"], t["url"]) for t in targets] == [("page", page_url)], targets
+    finally:
+        await raw.ws.close()
+
+
 async def test_a_client_can_take_a_screenshot_itself(shared_session: dict) -> None:
     raw = await RawCDP.connect(shared_session["cdp_ws_url"])
     try:
