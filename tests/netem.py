@@ -334,8 +334,11 @@ class ConnectProxy:
     async def _close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
+        tunnels = list(self._tasks)
+        for task in tunnels:
             task.cancel()
+        # they end here: one left pending when the loop stops is finished by the collector, on a closed loop
+        await asyncio.gather(*tunnels, return_exceptions=True)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
