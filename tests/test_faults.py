@@ -89,25 +89,21 @@ def restartable_with_chromium(tmp_path_factory: pytest.TempPathFactory) -> Itera
     stop_service(service.handle)
 
 
-def survivor(restartable: Restartable) -> str:
-    """A named session that outlives the service's restarts."""
+@pytest.fixture(scope="module")
+def session_id(restartable: Restartable) -> str:
+    """A named session that outlives the restarts of this module."""
     r = httpx.post(restartable.url + "/browsers", json={"name": "survivor", "timeout_seconds": 900},
                    headers=restartable.headers, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()["session_id"]
 
 
-@pytest.fixture(scope="module")
-def session_id(restartable: Restartable) -> str:
-    return survivor(restartable)
-
-
 async def test_killed_service_gives_connection_lost_then_comes_back_with_the_session_and_a_new_chromium(
     restartable_with_chromium: Restartable
 ) -> None:
     restartable = restartable_with_chromium
-    session_id = survivor(restartable)
     client = BrowserClient(restartable.url, TOKEN)
+    session_id = (await client.sessions.create(name="survivor", timeout_seconds=900)).session_id
     tmp_path = session_area(restartable.handle, session_id, f"t-{secrets.token_hex(4)}")
     ticker = await client.processes.spawn(session_id, "sh", ["-c", "while :; do echo tick; sleep 0.05; done"])
     log = tmp_path / "during.log"
