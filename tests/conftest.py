@@ -238,6 +238,11 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, name: str,
     stop_service(handle)
 
 
+def _raw_http(handle: ServiceHandle) -> httpx.AsyncClient:
+    """Raw HTTP to `handle` with its token: for asserting exact wire behaviour."""
+    return httpx.AsyncClient(base_url=handle.url, headers=handle.headers, timeout=30)
+
+
 @pytest.fixture(scope="session")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceHandle]:
     yield from _serve(tmp_path_factory, "bbrowse-state")
@@ -269,8 +274,7 @@ def browserless_compat_service(tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 @pytest.fixture(scope="session")
 async def browserless_compat_http(browserless_compat_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=browserless_compat_service.url, headers=browserless_compat_service.headers,
-                                 timeout=30) as client:
+    async with _raw_http(browserless_compat_service) as client:
         yield client
 
 
@@ -284,29 +288,27 @@ def unsandboxed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
 
 @pytest.fixture(scope="session")
 async def unsandboxed_http(unsandboxed_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=unsandboxed_service.url, headers=unsandboxed_service.headers,
-                                 timeout=30) as client:
+    async with _raw_http(unsandboxed_service) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
 async def compat_http(compat_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
     """Raw HTTP with the right token to the `--kernel-compat` service (control plane)."""
-    async with httpx.AsyncClient(base_url=compat_service.url, headers=compat_service.headers, timeout=30) as client:
+    async with _raw_http(compat_service) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
 async def browserless_http(browserless_service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=browserless_service.url, headers=browserless_service.headers,
-                                 timeout=30) as client:
+    async with _raw_http(browserless_service) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
 async def http(service: ServiceHandle) -> AsyncIterator[httpx.AsyncClient]:
     """Raw HTTP with the right token: for asserting exact wire behaviour."""
-    async with httpx.AsyncClient(base_url=service.url, headers=service.headers, timeout=30) as client:
+    async with _raw_http(service) as client:
         yield client
 
 

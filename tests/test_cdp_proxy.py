@@ -238,8 +238,8 @@ async def test_text_that_is_not_valid_unicode_reaches_the_client(shared_session:
 
 
 async def test_the_targets_a_client_lists_are_the_tab_and_no_browser_ui(shared_session: dict, page_url: str) -> None:
-    """What `Target.getTargets` lists is the session's page: Chromium 156 made the omnibox's AI-mode popup at
-    start and listed it as a `browser_ui` target (chrome://omnibox-popup.top-chrome/...) to every client."""
+    """What `Target.getTargets` lists is the session's page, and no browser UI of its own (such as the omnibox's
+    AI-mode popup, which Chromium lists as a `browser_ui` target at chrome://omnibox-popup.top-chrome/...)."""
     raw = await RawCDP.connect(shared_session["cdp_ws_url"])
     try:
         targets = (await raw.call("Target.getTargets"))["result"]["targetInfos"]

@@ -53,9 +53,9 @@ def chromium_args(session: Session, profile_dir: Path, in_sandbox: bool = False)
         "--disable-breakpad",
         "--disable-client-side-phishing-detection",
         "--metrics-recording-only",
-        # Quiet on a closed network, and less startup work: the omnibox's popups are WebUIs made at start in a
-        # renderer of their own (the AI-mode one: ~0.5 CPU-s of a ~1.2 CPU-s start, and a `browser_ui` target
-        # in every CDP client's Target.getTargets).
+        # Quiet on a closed network, and less startup work: the omnibox's popups are WebUIs each made at start
+        # in a renderer of its own, in a window no one sees here (the AI-mode one is also listed to every CDP
+        # client as a `browser_ui` target).
         "--disable-features=Translate,MediaRouter,OptimizationHints,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
         "--disable-crash-reporter",
         "--password-store=basic",
